@@ -1,0 +1,52 @@
+"""harness-gym: every (task, harness) pair as a Gymnasium environment.
+
+``import harness_gym`` registers ``harness_gym/<Task>-<Preset>-v0`` and
+``harness_gym/<Task>-v0`` with Gymnasium for every built-in task.
+"""
+
+from harness_gym.core import (
+    PRESETS,
+    TASKS,
+    Action,
+    ActionError,
+    ActionSpec,
+    Harness,
+    HarnessEnv,
+    HarnessSpecError,
+    Param,
+    StepResult,
+    Task,
+    UnicodeText,
+    get_task,
+    make_env,
+    register_task,
+    resolve_harness,
+)
+from harness_gym.core.registry import register_envs, registered_env_ids
+from harness_gym.envs.web import WEB_TASKS
+
+__version__ = "0.1.0"
+
+for _task in WEB_TASKS:
+    register_task(_task)
+register_envs()
+
+__all__ = [
+    "PRESETS",
+    "TASKS",
+    "Action",
+    "ActionError",
+    "ActionSpec",
+    "Harness",
+    "HarnessEnv",
+    "HarnessSpecError",
+    "Param",
+    "StepResult",
+    "Task",
+    "UnicodeText",
+    "get_task",
+    "make_env",
+    "register_task",
+    "registered_env_ids",
+    "resolve_harness",
+]

@@ -1,0 +1,204 @@
+"""HarnessEnv: one (task, harness) pair as a Gymnasium environment.
+
+Observations are the harness-rendered text; actions are the agent's output text. The task
+owns the world; the harness owns presentation, parsing and control (step budget,
+invalid-action policy, history). Bad agent output never raises: it follows the harness's
+invalid-action policy and ``info`` says what went wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from harness_gym.core.harness import BoundHarness, Harness
+from harness_gym.core.presets import resolve_harness
+from harness_gym.core.spaces import UnicodeText
+from harness_gym.core.task import Action, Task
+from harness_gym.core.tools import ActionError, preview
+
+#: Observations longer than this are cut (with a visible marker) to stay in the space.
+MAX_OBSERVATION_CHARS = 262_144
+_TRUNCATED = "\n...[observation truncated]"
+
+
+class HarnessEnv(gym.Env[str, str]):
+    """A task presented through a harness.
+
+    Args:
+        task: a :class:`~harness_gym.core.task.Task` instance or class.
+        harness: a :class:`~harness_gym.core.harness.Harness`, a preset name, a spec dict or a
+            YAML path. Defaults to the canonical ``Json`` preset.
+        render_mode: ``"ansi"`` (``render()`` returns the observation) or ``"human"`` (prints it).
+
+    ``info`` after every ``reset`` and ``step`` carries ``task_id``, ``harness_id``,
+    ``harness`` (the spec as a dict), ``seed`` (replays the episode with ``reset(seed=...)``),
+    ``step``, ``budget``, ``state_digest``, ``success``, ``invalid_actions``, ``last_error``,
+    ``error_kind`` and ``legal_actions`` (the task's legal actions as this harness writes
+    them). The ``info`` of ``reset`` adds what stays fixed for the episode:
+    ``system_prompt`` and ``tools`` (OpenAI-style function tools); both are also available
+    as ``env.unwrapped.system_prompt`` and ``env.unwrapped.bound.openai_tools``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(
+        self,
+        task: Task | type[Task],
+        harness: Harness | str | Mapping[str, Any] | Path | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if isinstance(task, type) and issubclass(task, Task):
+            task = task()
+        if not isinstance(task, Task):
+            raise TypeError(
+                f"task must be a harness_gym Task instance or class, got {type(task).__name__}"
+            )
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
+        self.task = task
+        self.harness = resolve_harness(harness)
+        self.bound: BoundHarness = self.harness.bind(task.field_names, task.action_specs)
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
+        self.action_space = UnicodeText(MAX_OBSERVATION_CHARS)
+        self.budget = self.harness.step_budget or task.max_steps
+        self._spec_items = tuple(
+            (k, tuple(v) if isinstance(v, list) else v) for k, v in self.harness.to_dict().items()
+        )
+        self._seed: int | None = None
+        self._steps = 0
+        self._invalid = 0
+        self._success = False
+        self._done = True
+        self._last_error: str | None = None
+        self._error_kind: str | None = None
+        self._history: list[dict[str, Any]] = []
+        self._observation = ""
+
+    # -- Gymnasium API ---------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        # Every episode gets an explicit integer seed, so any episode replays from its record.
+        episode_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        self._seed = int(episode_seed)
+        self.task.reset(np.random.default_rng(self._seed))
+        self._steps = 0
+        self._invalid = 0
+        self._success = False
+        self._done = False
+        self._last_error = None
+        self._error_kind = None
+        self._history = []
+        self._observation = self._render(self.task.fields(), shown_error=None)
+        info = self._info()
+        info["system_prompt"] = self.bound.system_prompt
+        info["tools"] = copy.deepcopy(self.bound.openai_tools)
+        return self._observation, info
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not isinstance(action, str):
+            raise TypeError(
+                "HarnessEnv.step takes the agent's output text (a str), got "
+                f"{type(action).__name__}. For index actions wrap the env in "
+                "harness_gym.wrappers.DiscreteActions."
+            )
+        if self._done and self._seed is None:
+            raise RuntimeError("call reset() before step()")
+        fields_before = self.task.fields()
+        self._steps += 1
+        reward = 0.0
+        terminated = False
+        shown_error: str | None = None
+        try:
+            parsed = self.bound.parse(action)
+            problem = self.task.check(parsed)
+            if problem is not None:
+                raise ActionError("illegal_action", problem)
+        except ActionError as err:
+            self._invalid += 1
+            self._last_error, self._error_kind = err.message, err.kind
+            written = preview(action, 200)
+            policy = self.harness.invalid_action
+            if policy != "ignore":
+                shown_error = err.message
+            if policy == "end":
+                terminated = True
+        else:
+            self._last_error, self._error_kind = None, None
+            result = self.task.step(parsed)
+            reward = float(result.reward)
+            terminated = bool(result.terminated)
+            self._success = self._success or bool(result.success)
+            written = self.bound.format_action(parsed)
+        if self.harness.history_window:
+            self._history.append(
+                {"observation": self.bound.ordered_fields(fields_before), "action": written}
+            )
+        truncated = not terminated and self._steps >= self.budget
+        self._done = terminated or truncated
+        self._observation = self._render(self.task.fields(), shown_error=shown_error)
+        if self.render_mode == "human":
+            self.render()
+        return self._observation, reward, terminated, truncated, self._info()
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._observation
+        if self.render_mode == "human":
+            print(self._observation)
+        return None
+
+    # -- helpers for agents, tests and analysis --------------------------------------------
+
+    def legal_actions(self) -> list[Action]:
+        """The task's legal canonical actions that this harness exposes a tool for."""
+        return [a for a in self.task.legal_actions() if self.bound.exposes(a)]
+
+    def format_action(self, action: Action) -> str:
+        """Write a canonical action as this harness expects the agent to."""
+        return self.bound.format_action(action)
+
+    def oracle_action(self) -> str:
+        """The task oracle's next action, written through this harness."""
+        return self.bound.format_action(self.task.oracle())
+
+    @property
+    def system_prompt(self) -> str:
+        return self.bound.system_prompt
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _render(self, fields: Mapping[str, Any], shown_error: str | None) -> str:
+        text = self.bound.render(
+            fields, step=self._steps, error=shown_error, history=self._history
+        )
+        if len(text) > MAX_OBSERVATION_CHARS:
+            text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
+        return text
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task.task_id,
+            "harness_id": self.harness.id,
+            "harness": dict(self._spec_items),
+            "seed": self._seed,
+            "step": self._steps,
+            "budget": self.budget,
+            "state_digest": self.task.digest(),
+            "success": self._success,
+            "invalid_actions": self._invalid,
+            "last_error": self._last_error,
+            "error_kind": self._error_kind,
+            "legal_actions": [self.bound.format_action(a) for a in self.legal_actions()],
+        }

@@ -1,0 +1,267 @@
+"""Observation formats: how an ordered list of named fields becomes text.
+
+Each renderer takes ``[(name, value), ...]`` with JSON-like values (str, int, float, bool,
+None, list, dict) and returns a string. Renderers are pure and deterministic; they never
+look inside a value for task meaning, so any task's fields render in any format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+from xml.sax.saxutils import escape as _xml_escape
+from xml.sax.saxutils import quoteattr
+
+Fields = Sequence[tuple[str, Any]]
+
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .,;!?'()/@+-]*\Z")
+_YAML_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
+_XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _inline(value: Any) -> str:
+    """A scalar on one line: plain when safe, JSON-quoted otherwise."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value)
+    if text and _PLAIN.match(text) and not text.endswith(" "):
+        return text
+    return _quoted(text)
+
+
+def render_json(fields: Fields) -> str:
+    return json.dumps(dict(fields), ensure_ascii=False)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, str):
+        plain = (
+            value
+            and _PLAIN.match(value)
+            and value.lower() not in _YAML_RESERVED
+            and not value[0].isdigit()
+            and value[0] not in "-?"
+            and ": " not in value
+            and not value.endswith(" ")
+        )
+        return value if plain else _quoted(value)
+    return _inline(value)
+
+
+def _yaml_lines(value: Any, indent: int, out: list[str], prefix: str) -> None:
+    pad = " " * indent
+    if isinstance(value, dict) and value:
+        if prefix:
+            out.append(pad + prefix.rstrip())
+            indent += 2
+            pad = " " * indent
+        for key, item in value.items():
+            _yaml_lines(item, indent, out, f"{_yaml_scalar(str(key))}: ")
+    elif isinstance(value, list) and value:
+        if prefix:
+            out.append(pad + prefix.rstrip())
+        for item in value:
+            if isinstance(item, dict) and item:
+                first = True
+                for key, sub in item.items():
+                    lead = "- " if first else "  "
+                    first = False
+                    if isinstance(sub, (dict, list)) and sub:
+                        out.append(f"{pad}{lead}{_yaml_scalar(str(key))}:")
+                        _yaml_lines(sub, indent + 4, out, "")
+                    else:
+                        out.append(f"{pad}{lead}{_yaml_scalar(str(key))}: {_yaml_scalar(sub)}")
+            elif isinstance(item, list) and item:
+                out.append(f"{pad}-")
+                _yaml_lines(item, indent + 2, out, "")
+            else:
+                out.append(f"{pad}- {_yaml_block_scalar(item)}")
+    else:
+        out.append(pad + prefix + _yaml_block_scalar(value))
+
+
+def _yaml_block_scalar(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _yaml_scalar(value)
+
+
+def render_yaml(fields: Fields) -> str:
+    out: list[str] = []
+    for name, value in fields:
+        _yaml_lines(value, 0, out, f"{_yaml_scalar(name)}: ")
+    return "\n".join(out)
+
+
+def _md_lines(value: Any, depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                out.append(f"{pad}- **{key}**:")
+                _md_lines(item, depth + 1, out)
+            else:
+                out.append(f"{pad}- **{key}**: {_inline(_empty(item))}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict) and item:
+                parts = [f"{k}={_inline(v)}" for k, v in item.items() if not _nested(v)]
+                out.append(f"{pad}- " + " ".join(parts))
+                for k, v in item.items():
+                    if _nested(v):
+                        out.append(f"{pad}  - {k}:")
+                        _md_lines(v, depth + 2, out)
+            elif isinstance(item, list) and item:
+                out.append(f"{pad}-")
+                _md_lines(item, depth + 1, out)
+            else:
+                out.append(f"{pad}- {_inline(_empty(item))}")
+    else:
+        out.append(pad + _inline(value))
+
+
+def _nested(value: Any) -> bool:
+    return isinstance(value, (dict, list)) and bool(value)
+
+
+def _empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return value
+
+
+def render_markdown(fields: Fields) -> str:
+    out: list[str] = []
+    for name, value in fields:
+        if out:
+            out.append("")
+        out.append(f"## {name}")
+        if isinstance(value, (dict, list)):
+            if value:
+                _md_lines(value, 0, out)
+            else:
+                out.append("(empty)")
+        else:
+            out.append(str(value) if isinstance(value, str) and value else _inline(value))
+    return "\n".join(out)
+
+
+def _kv_lines(value: Any, path: str, out: list[str]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _kv_lines(item, f"{path}.{key}", out)
+    elif isinstance(value, list) and value:
+        for i, item in enumerate(value):
+            _kv_lines(item, f"{path}[{i}]", out)
+    elif isinstance(value, (dict, list)):
+        out.append(f"{path} = {_empty(value)}")
+    else:
+        out.append(f"{path} = {_inline(value)}")
+
+
+def render_key_value(fields: Fields) -> str:
+    out: list[str] = []
+    for name, value in fields:
+        _kv_lines(value, name, out)
+    return "\n".join(out)
+
+
+def _xml_tag(name: str) -> tuple[str, str]:
+    if _XML_NAME.match(name) and not name.lower().startswith("xml"):
+        return f"<{name}>", f"</{name}>"
+    return f"<field name={quoteattr(name)}>", "</field>"
+
+
+def _xml_text(text: str) -> str:
+    # XML 1.0 cannot carry most control characters or lone surrogates: escape them visibly.
+    cleaned = "".join(
+        ch if (ch in "\t\n" or ord(ch) >= 0x20) and not 0xD800 <= ord(ch) <= 0xDFFF
+        else f"\\u{ord(ch):04x}"
+        for ch in text
+    ) if not text.isprintable() else text
+    return _xml_escape(cleaned)
+
+
+def _xml_value(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            open_, close = _xml_tag(str(key))
+            out.append(open_)
+            _xml_value(item, out)
+            out.append(close)
+    elif isinstance(value, list):
+        for item in value:
+            out.append("<item>")
+            _xml_value(item, out)
+            out.append("</item>")
+    elif isinstance(value, str):
+        out.append(_xml_text(value))
+    else:
+        out.append(_inline(value))
+
+
+def render_xml(fields: Fields) -> str:
+    out = ["<observation>"]
+    for name, value in fields:
+        open_, close = _xml_tag(name)
+        out.append(open_)
+        _xml_value(value, out)
+        out.append(close)
+    out.append("</observation>")
+    return "".join(out)
+
+
+def _html_value(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        out.append("<dl>")
+        for key, item in value.items():
+            out.append(f"<dt>{_xml_escape(str(key))}</dt><dd>")
+            _html_value(item, out)
+            out.append("</dd>")
+        out.append("</dl>")
+    elif isinstance(value, list):
+        out.append("<ul>")
+        for item in value:
+            out.append("<li>")
+            _html_value(item, out)
+            out.append("</li>")
+        out.append("</ul>")
+    elif isinstance(value, str):
+        out.append(_xml_escape(value))
+    else:
+        out.append(_inline(value))
+
+
+def render_html(fields: Fields) -> str:
+    out = ["<main>"]
+    for name, value in fields:
+        out.append(f"\n<section data-field={quoteattr(name)}><h2>{_xml_escape(name)}</h2>")
+        _html_value(value, out)
+        out.append("</section>")
+    out.append("\n</main>")
+    return "".join(out)
+
+
+#: Observation format name -> renderer.
+RENDERERS: dict[str, Callable[[Fields], str]] = {
+    "json": render_json,
+    "markdown": render_markdown,
+    "xml": render_xml,
+    "yaml": render_yaml,
+    "key_value": render_key_value,
+    "html": render_html,
+}

@@ -1,0 +1,349 @@
+"""The harness: an immutable, serializable spec of everything between the world and the policy.
+
+:class:`Harness` is a frozen value. It round-trips through dict, JSON and YAML, and its
+:attr:`Harness.id` is a content hash of the factor levels that differ from the defaults (so
+adding a new factor with a default keeps every existing id). :meth:`Harness.bind` joins it to
+a task's fields and actions, giving a :class:`BoundHarness` that renders observations, writes
+the system prompt and tool schemas, formats canonical actions and parses agent output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_gym.core.formats import RENDERERS
+from harness_gym.core.task import Action, ActionSpec
+from harness_gym.core.tools import TOOL_DESCRIPTIONS, TOOL_NAMINGS, TOOL_STYLES, Toolbox
+
+#: Optional harness-provided fields a harness may show after the task's fields.
+EXTRA_FIELDS = ("step", "last_error")
+
+PROMPT_TEMPLATES: dict[str, str] = {
+    "default": (
+        "You are an agent completing a task through the interface below.\n"
+        "Each turn you receive an observation written in {format}. Reply with exactly one "
+        "action.\n\nTools:\n{tools}\n\n{format_hint}"
+    ),
+    "terse": "Observation format: {format}.\nTools:\n{tools}\n{format_hint}",
+    "verbose": (
+        "You are a careful agent operating a user interface on someone's behalf.\n"
+        "Read the whole observation before acting. Observations are written in {format}; "
+        "each turn, reply with exactly one action and nothing else. An action that cannot "
+        "be parsed or applied wastes a turn.\n\n"
+        "Available tools:\n{tools}\n\n"
+        "How to write an action: {format_hint}\n"
+        "Think about which element the instruction refers to, then act."
+    ),
+}
+
+FORMAT_NAMES = {
+    "json": "JSON",
+    "markdown": "Markdown",
+    "xml": "XML",
+    "yaml": "YAML",
+    "key_value": "plain key = value lines",
+    "html": "HTML",
+}
+
+#: Levels of every categorical factor (the other factors take numbers or permutations).
+LEVELS: dict[str, tuple[Any, ...]] = {
+    "obs_format": tuple(RENDERERS),
+    "tool_style": TOOL_STYLES,
+    "tool_naming": TOOL_NAMINGS,
+    "tool_descriptions": TOOL_DESCRIPTIONS,
+    "parser": ("strict", "lenient"),
+    "invalid_action": ("feedback", "end", "ignore"),
+}
+
+
+class HarnessSpecError(ValueError):
+    """A harness spec names an unknown factor or level, or an inconsistent combination."""
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How a task is presented to a policy. Every attribute is one harness factor.
+
+    Attributes:
+        obs_format: how fields become text: one of ``LEVELS["obs_format"]``.
+        field_order: ``"canonical"``, ``"reversed"`` or a permutation of the task's field names.
+        extra_fields: harness fields shown after the task's: a subset of ``EXTRA_FIELDS``.
+        history_window: previous (observation, action) pairs shown: an int >= 0 or ``"all"``.
+        tool_style: how an action is written: ``json`` (OpenAI function call object),
+            ``xml``, ``python`` (``click(ref=3)``) or ``command`` (``click 3``).
+        tool_naming: ``canonical``, ``synonyms`` or ``opaque`` (``tool_1(arg_1=...)``).
+        tool_order: ``"canonical"``, ``"reversed"``, ``"alphabetical"`` or a permutation of
+            the task's canonical tool names.
+        tool_descriptions: ``full``, ``terse`` (first clause) or ``none``.
+        drop_tools: canonical tool names hidden from the agent (this may lower the ceiling).
+        parser: ``strict`` or ``lenient`` (code fences, surrounding prose, trailing commas).
+        invalid_action: ``feedback`` (show the error, costs a step), ``end`` (episode ends
+            with reward 0) or ``ignore`` (no message, costs a step).
+        step_budget: maximum agent turns, or ``None`` for the task's own budget.
+        prompt_template: a name from ``PROMPT_TEMPLATES`` or a custom template using
+            ``{format}``, ``{tools}`` and ``{format_hint}``.
+        max_action_chars: longer agent outputs are rejected unparsed.
+    """
+
+    obs_format: str = "json"
+    field_order: str | tuple[str, ...] = "canonical"
+    extra_fields: tuple[str, ...] = ()
+    history_window: int | str = 0
+    tool_style: str = "json"
+    tool_naming: str = "canonical"
+    tool_order: str | tuple[str, ...] = "canonical"
+    tool_descriptions: str = "full"
+    drop_tools: tuple[str, ...] = ()
+    parser: str = "strict"
+    invalid_action: str = "feedback"
+    step_budget: int | None = None
+    prompt_template: str = "default"
+    max_action_chars: int = 8192
+    _id: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("field_order", "tool_order", "extra_fields", "drop_tools"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+        for factor, levels in LEVELS.items():
+            if getattr(self, factor) not in levels:
+                raise HarnessSpecError(
+                    f"unknown level {getattr(self, factor)!r} for factor {factor!r}; "
+                    f"valid levels: {list(levels)}"
+                )
+        for factor, named in (
+            ("field_order", ("canonical", "reversed")),
+            ("tool_order", ("canonical", "reversed", "alphabetical")),
+        ):
+            value = getattr(self, factor)
+            if isinstance(value, str) and value not in named:
+                raise HarnessSpecError(
+                    f"unknown level {value!r} for factor {factor!r}; valid levels: "
+                    f"{list(named)} or a list naming every field/tool once"
+                )
+            if isinstance(value, tuple):
+                repeated = sorted({v for v in value if value.count(v) > 1})
+                if repeated or not all(isinstance(v, str) for v in value):
+                    raise HarnessSpecError(
+                        f"{factor} permutation must name each item once as a string; "
+                        f"repeated: {repeated}"
+                    )
+        bad = [f for f in self.extra_fields if f not in EXTRA_FIELDS]
+        if bad or len(set(self.extra_fields)) != len(self.extra_fields):
+            raise HarnessSpecError(
+                f"extra_fields {list(self.extra_fields)} must be distinct values from "
+                f"{list(EXTRA_FIELDS)}"
+            )
+        # Canonical order for the optional fields, so equal sets give equal ids.
+        object.__setattr__(
+            self, "extra_fields", tuple(f for f in EXTRA_FIELDS if f in self.extra_fields)
+        )
+        object.__setattr__(self, "drop_tools", tuple(sorted(set(self.drop_tools))))
+        hw = self.history_window
+        if not (hw == "all" or (isinstance(hw, int) and not isinstance(hw, bool) and hw >= 0)):
+            raise HarnessSpecError(
+                f"history_window must be an integer >= 0 or 'all', got {hw!r}"
+            )
+        sb = self.step_budget
+        if sb is not None and (isinstance(sb, bool) or not isinstance(sb, int) or sb < 1):
+            raise HarnessSpecError(f"step_budget must be a positive integer or None, got {sb!r}")
+        if not isinstance(self.prompt_template, str) or (
+            self.prompt_template not in PROMPT_TEMPLATES and "{tools}" not in self.prompt_template
+        ):
+            raise HarnessSpecError(
+                f"prompt_template must be one of {list(PROMPT_TEMPLATES)} or a custom template "
+                f"containing {{tools}}, got {self.prompt_template!r}"
+            )
+        if not isinstance(self.max_action_chars, int) or self.max_action_chars < 16:
+            raise HarnessSpecError("max_action_chars must be an integer >= 16")
+        object.__setattr__(self, "_id", "h-" + _hash(self.to_dict(full=False)))
+
+    # -- identity and serialization --------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """Stable content hash of the non-default factor levels, e.g. ``"h-3f2a9c01d4e5"``."""
+        return self._id
+
+    @classmethod
+    def factor_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+    def to_dict(self, full: bool = True) -> dict[str, Any]:
+        """The spec as plain data (lists for tuples). ``full=False`` keeps only non-defaults."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if not f.init:
+                continue
+            value = getattr(self, f.name)
+            if not full and value == f.default:
+                continue
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Harness:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a harness spec must be a mapping, got {type(data).__name__}")
+        unknown = [k for k in data if k not in cls.factor_names()]
+        if unknown:
+            raise HarnessSpecError(
+                f"unknown harness factor(s) {unknown}; valid factors: {list(cls.factor_names())}"
+            )
+        return cls(**dict(data))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Harness:
+        return cls.from_dict(json.loads(text))
+
+    def to_yaml(self) -> str:
+        return _yaml().safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, source: str | Path) -> Harness:
+        """Load from a YAML file path or YAML text."""
+        text = Path(source).read_text() if _is_path(source) else str(source)
+        data = _yaml().safe_load(text)
+        return cls.from_dict(data or {})
+
+    def replace(self, **changes: Any) -> Harness:
+        """A copy with some factors changed (validated like a new spec)."""
+        unknown = [k for k in changes if k not in self.factor_names()]
+        if unknown:
+            raise HarnessSpecError(
+                f"unknown harness factor(s) {unknown}; valid factors: {list(self.factor_names())}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        """One line naming the non-default levels, e.g. ``obs_format=yaml tool_style=xml``."""
+        diff = self.to_dict(full=False)
+        return " ".join(f"{k}={v}" for k, v in diff.items()) or "defaults"
+
+    # -- binding to a task -----------------------------------------------------------------
+
+    def bind(self, field_names: Sequence[str], action_specs: Sequence[ActionSpec]) -> BoundHarness:
+        """Join this harness to a task's field names and canonical actions."""
+        return BoundHarness(self, tuple(field_names), tuple(action_specs))
+
+
+class BoundHarness:
+    """A harness joined to one task's fields and actions: renders, writes schemas, parses."""
+
+    def __init__(
+        self, harness: Harness, field_names: tuple[str, ...], action_specs: tuple[ActionSpec, ...]
+    ) -> None:
+        self.harness = harness
+        self.field_names = field_names
+        self.field_order = _field_order(harness.field_order, field_names)
+        try:
+            self.toolbox = Toolbox(
+                action_specs,
+                style=harness.tool_style,
+                naming=harness.tool_naming,
+                order=harness.tool_order,
+                drop=harness.drop_tools,
+                descriptions=harness.tool_descriptions,
+                lenient=harness.parser == "lenient",
+                max_chars=harness.max_action_chars,
+            )
+        except ValueError as err:
+            raise HarnessSpecError(str(err)) from None
+        self._render = RENDERERS[harness.obs_format]
+        template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
+        self.system_prompt = template.format(
+            format=FORMAT_NAMES[harness.obs_format],
+            tools=self.toolbox.text_schema(),
+            format_hint=self.toolbox.format_hint(),
+        )
+        self.openai_tools = self.toolbox.openai_tools()
+        self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
+
+    def render(
+        self,
+        fields: Mapping[str, Any],
+        *,
+        step: int = 0,
+        error: str | None = None,
+        history: Sequence[Mapping[str, Any]] = (),
+    ) -> str:
+        """Write the task's fields (plus the harness's own) as one observation string.
+
+        ``error`` is the message to show for the agent's last action; it appears in the
+        ``last_error`` field when the harness shows that field, else in an ``error`` field
+        that is present only when there is an error to show.
+        """
+        pairs = [(name, fields[name]) for name in self.field_order]
+        extras = self.harness.extra_fields
+        if "step" in extras:
+            pairs.append(("step", step))
+        if "last_error" in extras:
+            pairs.append(("last_error", error or ""))
+        elif error:
+            pairs.append(("error", error))
+        window = self.harness.history_window
+        if window:
+            shown = list(history) if window == "all" else list(history)[-window:]
+            pairs.append(("history", shown))
+        return self._render(pairs)
+
+    def ordered_fields(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """The task's fields in this harness's order (what a history entry stores)."""
+        return {name: fields[name] for name in self.field_order}
+
+    def format_action(self, action: Action) -> str:
+        return self.toolbox.format(action)
+
+    def parse(self, text: str) -> Action:
+        return self.toolbox.parse(text)
+
+    def exposes(self, action: Action) -> bool:
+        """Whether this harness offers a tool for ``action`` (dropped tools are hidden)."""
+        return action.name in self.tool_names
+
+
+def _field_order(order: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
+    if order == "canonical":
+        return names
+    if order == "reversed":
+        return names[::-1]
+    missing = [n for n in names if n not in order]
+    unknown = [n for n in order if n not in names]
+    repeated = sorted({n for n in order if order.count(n) > 1})
+    if missing or unknown or repeated:
+        raise HarnessSpecError(
+            f"field_order must list each of the task's fields {list(names)} exactly once; "
+            f"missing {missing}, unknown {unknown}, repeated {repeated}"
+        )
+    return tuple(order)
+
+
+def _hash(data: Mapping[str, Any]) -> str:
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _is_path(source: str | Path) -> bool:
+    if isinstance(source, Path):
+        return True
+    return "\n" not in source and source.endswith((".yaml", ".yml"))
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "YAML support needs PyYAML: pip install 'harness-gym[yaml]'"
+        ) from None
+    return yaml

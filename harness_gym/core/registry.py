@@ -1,0 +1,75 @@
+"""Task registry and Gymnasium registration of every (task, preset) pair.
+
+Tasks are registered by id (``register_task``). :func:`register_envs` then registers with
+Gymnasium ``harness_gym/<Task>-<Preset>-v0`` for every task and preset, and
+``harness_gym/<Task>-v0``, which takes ``harness=`` (preset name, dict, YAML path or Harness).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from harness_gym.core.env import HarnessEnv
+from harness_gym.core.harness import Harness
+from harness_gym.core.presets import PRESETS
+from harness_gym.core.task import Task
+
+NAMESPACE = "harness_gym"
+TASKS: dict[str, type[Task]] = {}
+
+
+def register_task(task_cls: type[Task]) -> type[Task]:
+    """Add a task class to the registry (usable as a class decorator)."""
+    existing = TASKS.get(task_cls.task_id)
+    if existing is not None and existing is not task_cls:
+        raise ValueError(f"task id {task_cls.task_id!r} is already registered by {existing}")
+    TASKS[task_cls.task_id] = task_cls
+    return task_cls
+
+
+def get_task(task_id: str) -> type[Task]:
+    try:
+        return TASKS[task_id]
+    except KeyError:
+        raise KeyError(f"unknown task {task_id!r}; registered tasks: {sorted(TASKS)}") from None
+
+
+def make_env(
+    task: str | type[Task] | Task,
+    harness: Harness | str | Mapping[str, Any] | Path | None = None,
+    render_mode: str | None = None,
+) -> HarnessEnv:
+    """Build a HarnessEnv from a task id (or class/instance) and any harness form."""
+    if isinstance(task, str):
+        task = get_task(task)
+    return HarnessEnv(task, harness=harness, render_mode=render_mode)
+
+
+def env_id(task_id: str, preset: str | None = None) -> str:
+    return f"{NAMESPACE}/{task_id}-{preset}-v0" if preset else f"{NAMESPACE}/{task_id}-v0"
+
+
+def register_envs(task_ids: list[str] | None = None) -> list[str]:
+    """Register ``<Task>-<Preset>-v0`` and ``<Task>-v0`` ids with Gymnasium; return them."""
+    ids = []
+    for task_id in task_ids or sorted(TASKS):
+        for preset in [None, *PRESETS]:
+            new_id = env_id(task_id, preset)
+            if new_id not in gym.registry:
+                gym.register(
+                    id=new_id,
+                    entry_point=make_env,
+                    kwargs={"task": task_id, "harness": preset or "Json"},
+                    disable_env_checker=False,
+                )
+            ids.append(new_id)
+    return ids
+
+
+def registered_env_ids() -> list[str]:
+    """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded)."""
+    return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS]

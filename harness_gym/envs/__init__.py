@@ -1,0 +1,1 @@
+"""Task families. Each subpackage registers its tasks with :mod:`harness_gym.core.registry`."""

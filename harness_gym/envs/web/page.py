@@ -1,0 +1,114 @@
+"""A tiny page model: a tree of elements with refs, tags, text and attributes.
+
+Tasks build a :class:`Page`, mutate its elements as actions arrive, and emit
+:meth:`Page.to_field` as the ``page`` field. Refs are small integers handed out in build
+order; hidden elements are left out of the field (and cannot be acted on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Tags that accept ``type``.
+TEXT_INPUTS = frozenset({"input", "textarea"})
+
+
+@dataclass
+class Element:
+    """One node of the page tree."""
+
+    ref: int
+    tag: str
+    text: str = ""
+    value: str | None = None
+    checked: bool | None = None
+    options: list[str] | None = None
+    attrs: dict[str, str] = field(default_factory=dict)
+    children: list[Element] = field(default_factory=list)
+    visible: bool = True
+
+    def to_field(self) -> dict[str, Any]:
+        """The element as JSON-like data; empty attributes are left out."""
+        out: dict[str, Any] = {"ref": self.ref, "tag": self.tag}
+        if self.text:
+            out["text"] = self.text
+        if self.value is not None:
+            out["value"] = self.value
+        if self.checked is not None:
+            out["checked"] = self.checked
+        if self.options is not None:
+            out["options"] = list(self.options)
+        if self.attrs:
+            out.update(self.attrs)
+        kids = [c.to_field() for c in self.children if c.visible]
+        if kids:
+            out["children"] = kids
+        return out
+
+    def walk(self) -> list[Element]:
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+
+class Page:
+    """A forest of elements with unique refs."""
+
+    def __init__(self) -> None:
+        self.roots: list[Element] = []
+        self._next_ref = 1
+        self._by_ref: dict[int, Element] = {}
+
+    def add(self, tag: str, text: str = "", parent: Element | None = None, **kw: Any) -> Element:
+        """Create an element (ref assigned in build order) under ``parent`` or at the top."""
+        element = Element(self._next_ref, tag, text, **kw)
+        self._next_ref += 1
+        self._by_ref[element.ref] = element
+        (parent.children if parent is not None else self.roots).append(element)
+        return element
+
+    def get(self, ref: int) -> Element | None:
+        """The element with this ref if it exists and it and all its ancestors are visible."""
+        element = self._by_ref.get(ref)
+        if element is None or ref not in self._visible_refs():
+            return None
+        return element
+
+    def visible(self) -> list[Element]:
+        """Visible elements in document order."""
+        out: list[Element] = []
+
+        def visit(nodes: list[Element]) -> None:
+            for node in nodes:
+                if node.visible:
+                    out.append(node)
+                    visit(node.children)
+
+        visit(self.roots)
+        return out
+
+    def _visible_refs(self) -> set[int]:
+        return {e.ref for e in self.visible()}
+
+    def to_field(self) -> list[dict[str, Any]]:
+        return [e.to_field() for e in self.roots if e.visible]
+
+    def state(self) -> list[dict[str, Any]]:
+        """Every element, hidden ones included, for the task-state digest."""
+
+        def full(e: Element) -> dict[str, Any]:
+            return {
+                "ref": e.ref,
+                "tag": e.tag,
+                "text": e.text,
+                "value": e.value,
+                "checked": e.checked,
+                "options": e.options,
+                "attrs": e.attrs,
+                "visible": e.visible,
+                "children": [full(c) for c in e.children],
+            }
+
+        return [full(e) for e in self.roots]
