@@ -43,6 +43,17 @@ def render_json(fields: Fields) -> str:
     return json.dumps(dict(fields), ensure_ascii=False)
 
 
+_YAML_UNPRINTABLE = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def _yaml_quoted(text: str) -> str:
+    """A YAML double-quoted scalar (JSON escapes are valid YAML; escape what YAML forbids)."""
+    quoted = _quoted(text)
+    return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", quoted)
+
+
 def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
         plain = (
@@ -54,43 +65,11 @@ def _yaml_scalar(value: Any) -> str:
             and ": " not in value
             and not value.endswith(" ")
         )
-        return value if plain else _quoted(value)
+        return value if plain else _yaml_quoted(value)
     return _inline(value)
 
 
-def _yaml_lines(value: Any, indent: int, out: list[str], prefix: str) -> None:
-    pad = " " * indent
-    if isinstance(value, dict) and value:
-        if prefix:
-            out.append(pad + prefix.rstrip())
-            indent += 2
-            pad = " " * indent
-        for key, item in value.items():
-            _yaml_lines(item, indent, out, f"{_yaml_scalar(str(key))}: ")
-    elif isinstance(value, list) and value:
-        if prefix:
-            out.append(pad + prefix.rstrip())
-        for item in value:
-            if isinstance(item, dict) and item:
-                first = True
-                for key, sub in item.items():
-                    lead = "- " if first else "  "
-                    first = False
-                    if isinstance(sub, (dict, list)) and sub:
-                        out.append(f"{pad}{lead}{_yaml_scalar(str(key))}:")
-                        _yaml_lines(sub, indent + 4, out, "")
-                    else:
-                        out.append(f"{pad}{lead}{_yaml_scalar(str(key))}: {_yaml_scalar(sub)}")
-            elif isinstance(item, list) and item:
-                out.append(f"{pad}-")
-                _yaml_lines(item, indent + 2, out, "")
-            else:
-                out.append(f"{pad}- {_yaml_block_scalar(item)}")
-    else:
-        out.append(pad + prefix + _yaml_block_scalar(value))
-
-
-def _yaml_block_scalar(value: Any) -> str:
+def _yaml_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{}"
     if isinstance(value, list):
@@ -98,10 +77,36 @@ def _yaml_block_scalar(value: Any) -> str:
     return _yaml_scalar(value)
 
 
+def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
+    """Emit ``head`` (``"key:"`` or ``"-"``) and its value at ``indent`` spaces."""
+    pad = " " * indent
+    if not _nested(value):
+        out.append(f"{pad}{head} {_yaml_value(value)}")
+        return
+    body: list[str] = []
+    _yaml_block(value, indent + 2, body)
+    if head == "-":
+        # Compact form: the first line of the item sits on the dash's line.
+        body[0] = f"{pad}- {body[0][indent + 2 :]}"
+        out.extend(body)
+    else:
+        out.append(f"{pad}{head}")
+        out.extend(body)
+
+
+def _yaml_block(value: Any, indent: int, out: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _yaml_entry(f"{_yaml_scalar(str(key))}:", item, indent, out)
+    else:
+        for item in value:
+            _yaml_entry("-", item, indent, out)
+
+
 def render_yaml(fields: Fields) -> str:
     out: list[str] = []
     for name, value in fields:
-        _yaml_lines(value, 0, out, f"{_yaml_scalar(name)}: ")
+        _yaml_entry(f"{_yaml_scalar(name)}:", value, 0, out)
     return "\n".join(out)
 
 

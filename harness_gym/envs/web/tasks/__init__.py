@@ -1,10 +1,20 @@
-"""The web tasks, one module each."""
+"""The web tasks, one module each, modeled on MiniWoB++ tasks."""
 
+from harness_gym.envs.web.tasks.choose_list import ChooseList
 from harness_gym.envs.web.tasks.click_button import ClickButton
+from harness_gym.envs.web.tasks.click_checkboxes import ClickCheckboxes
+from harness_gym.envs.web.tasks.click_link import ClickLink
+from harness_gym.envs.web.tasks.click_option import ClickOption
+from harness_gym.envs.web.tasks.click_tab import ClickTab
 from harness_gym.envs.web.tasks.enter_text import EnterText
 
 WEB_TASKS = (
     ClickButton,
+    ClickLink,
+    ClickOption,
+    ClickCheckboxes,
+    ChooseList,
+    ClickTab,
     EnterText,
 )
 

@@ -1,0 +1,73 @@
+"""Run agents through harness envs and record one row per episode.
+
+Every :class:`EpisodeResult` holds what is needed to replay its episode: the task id, the
+harness spec and id, and the seed passed to ``reset``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from harness_gym.baselines.agents import Agent
+
+
+@dataclass
+class EpisodeResult:
+    """One episode's record."""
+
+    task_id: str
+    harness_id: str
+    harness: dict[str, Any]
+    seed: int
+    agent: str
+    episode_return: float
+    success: bool
+    steps: int
+    invalid_actions: int
+    wall_time: float
+    env_id: str = ""
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_episode(env: gym.Env, agent: Agent, seed: int, agent_name: str = "") -> EpisodeResult:
+    """Play one episode from ``reset(seed=seed)`` to termination or truncation."""
+    start = time.perf_counter()
+    agent.reset(seed)
+    observation, info = env.reset(seed=seed)
+    total = 0.0
+    done = False
+    while not done:
+        observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
+        total += float(reward)
+        done = terminated or truncated
+    spec = env.spec.id if env.spec is not None else ""
+    return EpisodeResult(
+        task_id=info["task_id"],
+        harness_id=info["harness_id"],
+        harness=dict(info["harness"]),
+        seed=seed,
+        agent=agent_name or getattr(agent, "name", type(agent).__name__),
+        episode_return=total,
+        success=bool(info["success"]),
+        steps=int(info["step"]),
+        invalid_actions=int(info["invalid_actions"]),
+        wall_time=time.perf_counter() - start,
+        env_id=spec,
+    )
+
+
+def evaluate(
+    env: gym.Env, agent: Agent, seeds: Iterable[int], agent_name: str = ""
+) -> Iterator[EpisodeResult]:
+    """Yield one result per seed."""
+    for seed in seeds:
+        yield run_episode(env, agent, int(seed), agent_name)

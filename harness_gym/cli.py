@@ -1,0 +1,253 @@
+"""The ``harness-gym`` command: list what exists, play an env by hand, evaluate agents.
+
+    harness-gym list [tasks|presets|factors|envs]
+    harness-gym play harness_gym/EnterText-Markdown-v0 --seed 3
+    harness-gym eval --agent oracle --agent random --env 'harness_gym/*' --episodes 20 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+import gymnasium as gym
+
+import harness_gym
+from harness_gym.analysis.rollout import EpisodeResult, run_episode
+from harness_gym.baselines.agents import AGENTS, make_agent
+from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, Harness
+from harness_gym.core.presets import PRESETS
+from harness_gym.core.registry import TASKS, registered_env_ids
+
+T = TypeVar("T")
+
+
+def progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:
+    """A tqdm progress bar on stderr when tqdm is installed, else the items unchanged."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        yield from items
+        return
+    yield from tqdm(items, total=total, desc=desc, unit="ep", file=sys.stderr, leave=False)
+
+
+def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
+    """Expand ``all`` and glob patterns over registered ids; exact ids pass through."""
+    known = registered_env_ids()
+    out: list[str] = []
+    for pattern in patterns:
+        if pattern == "all":
+            matches = known
+        elif any(ch in pattern for ch in "*?["):
+            matches = [i for i in known if fnmatch.fnmatchcase(i, pattern)]
+        else:
+            if pattern not in gym.registry:
+                raise SystemExit(
+                    f"error: unknown env id {pattern!r}. Run `harness-gym list envs` for the ids; "
+                    f"globs such as 'harness_gym/ClickButton-*' work too."
+                )
+            matches = [pattern]
+        if not matches:
+            raise SystemExit(f"error: no registered env matches {pattern!r}")
+        out.extend(m for m in matches if m not in out)
+    return out
+
+
+def _table(rows: list[list[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        if n == 0:
+            out.write("  ".join("-" * w for w in widths) + "\n")
+
+
+def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    what = args.what
+    if what in ("tasks", "all"):
+        out.write("Tasks:\n")
+        _table([["task", "max_steps", "description"]] + [
+            [t.task_id, str(t.max_steps), t.description] for t in TASKS.values()
+        ], out)
+    if what in ("presets", "all"):
+        out.write("\nPresets:\n")
+        _table([["preset", "harness_id", "non-default factors"]] + [
+            [name, h.id, h.describe()] for name, h in PRESETS.items()
+        ], out)
+    if what in ("factors", "all"):
+        out.write("\nFactors:\n")
+        levels = {**{k: ", ".join(map(str, v)) for k, v in LEVELS.items()}}
+        levels["field_order"] = "canonical, reversed, or a permutation of the task's fields"
+        levels["tool_order"] = "canonical, reversed, alphabetical, or a permutation of tools"
+        levels["extra_fields"] = f"any subset of {', '.join(EXTRA_FIELDS)}"
+        levels["history_window"] = "0, 1, 2, ... or all"
+        levels["step_budget"] = "a positive integer, or null for the task's own budget"
+        levels["drop_tools"] = "canonical tool names to hide"
+        levels["prompt_template"] = "default, terse, verbose, or a template using {tools}"
+        levels["max_action_chars"] = "longest agent output parsed (default 8192)"
+        _table([["factor", "default", "levels"]] + [
+            [f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()
+        ], out)
+    if what == "envs":
+        for env_id in registered_env_ids():
+            out.write(env_id + "\n")
+    return 0
+
+
+def cmd_play(args: argparse.Namespace, out: TextIO, inp: TextIO) -> int:
+    env = gym.make(args.env_id)
+    base = env.unwrapped
+    observation, info = env.reset(seed=args.seed)
+    out.write(f"=== system prompt ===\n{base.system_prompt}\n")
+    out.write("Type an action as the agent would, '#N' to send legal action N, "
+              "'?' to see the oracle's action, 'q' to quit.\n")
+    total = 0.0
+    while True:
+        out.write(f"\n=== observation (step {info['step']}) ===\n{observation}\n")
+        out.write("--- legal actions ---\n")
+        for i, text in enumerate(info["legal_actions"]):
+            out.write(f"  #{i}: {text}\n")
+        out.write("> ")
+        out.flush()
+        line = inp.readline()
+        if not line or line.strip() == "q":
+            break
+        text = line.rstrip("\n")
+        if text.strip() == "?":
+            out.write(f"oracle: {base.oracle_action()}\n")
+            continue
+        if text.startswith("#") and text[1:].strip().isdigit():
+            index = int(text[1:])
+            if not 0 <= index < len(info["legal_actions"]):
+                out.write(f"no legal action #{index}\n")
+                continue
+            text = info["legal_actions"][index]
+        observation, reward, terminated, truncated, info = env.step(text)
+        total += float(reward)
+        if info["last_error"]:
+            out.write(f"!! {info['error_kind']}: {info['last_error']}\n")
+        if terminated or truncated:
+            out.write(f"\nepisode over: return={total} success={info['success']} "
+                      f"steps={info['step']} invalid={info['invalid_actions']}\n")
+            break
+    env.close()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    env_ids = resolve_env_ids(args.env)
+    agents = args.agent or ["oracle", "random"]
+    for name in agents:
+        if name not in AGENTS:
+            raise SystemExit(f"error: unknown agent {name!r}; available agents: {list(AGENTS)}")
+    seeds = [args.seed + i for i in range(args.episodes)]
+    jobs = [(e, a) for e in env_ids for a in agents]
+    results: list[EpisodeResult] = []
+
+    def episodes() -> Iterator[EpisodeResult]:
+        for env_id, agent_name in jobs:
+            env = gym.make(env_id)
+            agent = make_agent(agent_name, env, seed=args.seed)
+            for seed in seeds:
+                yield run_episode(env, agent, seed, agent_name)
+            env.close()
+
+    for result in progress(episodes(), total=len(jobs) * len(seeds), desc="eval"):
+        results.append(result)
+    if args.out:
+        write_results(results, Path(args.out))
+        out.write(f"wrote {len(results)} rows to {args.out}\n")
+    write_summary(results, out)
+    return 0
+
+
+def write_results(results: Sequence[EpisodeResult], path: Path) -> None:
+    """Write rows as JSON Lines (``.jsonl``) or CSV (``.csv``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r.to_dict() for r in results]
+    if path.suffix == ".csv":
+        import csv
+
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v
+                                 for k, v in row.items()})
+    else:
+        with path.open("w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+
+
+def write_summary(results: Sequence[EpisodeResult], out: TextIO) -> None:
+    """Success rate per task (rows) and preset (columns), one table per agent."""
+    cells: dict[tuple[str, str, str], list[EpisodeResult]] = defaultdict(list)
+    for r in results:
+        preset = r.env_id.rsplit("/", 1)[-1].removesuffix("-v0").split("-", 1)[-1]
+        cells[(r.agent, r.task_id, preset)].append(r)
+    for agent in dict.fromkeys(r.agent for r in results):
+        tasks = list(dict.fromkeys(k[1] for k in cells if k[0] == agent))
+        presets = list(dict.fromkeys(k[2] for k in cells if k[0] == agent))
+        out.write(f"\nSuccess rate, agent={agent} (episodes per cell: "
+                  f"{len(next(v for k, v in cells.items() if k[0] == agent))})\n")
+        rows = [["task", *presets, "mean"]]
+        for task in tasks:
+            rates = [_rate(cells.get((agent, task, p), [])) for p in presets]
+            known = [x for x in rates if x is not None]
+            rows.append([task, *[_pct(x) for x in rates], _pct(sum(known) / len(known))])
+        _table(rows, out)
+
+
+def _rate(rows: list[EpisodeResult]) -> float | None:
+    return sum(r.success for r in rows) / len(rows) if rows else None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness-gym", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=harness_gym.__version__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("list", help="list tasks, presets, factors or env ids")
+    p.add_argument("what", nargs="?", default="all",
+                   choices=["all", "tasks", "presets", "factors", "envs"])
+    p = sub.add_parser("play", help="play an env by hand in the terminal")
+    p.add_argument("env_id")
+    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("eval", help="evaluate agents on envs and print a success table")
+    p.add_argument("--agent", action="append", help=f"one of {list(AGENTS)} (repeatable)")
+    p.add_argument("--env", action="append", required=True,
+                   help="env id, glob such as 'harness_gym/ClickButton-*', or 'all' (repeatable)")
+    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
+    p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
+         inp: TextIO | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = out or sys.stdout
+    if args.command == "list":
+        return cmd_list(args, out)
+    if args.command == "play":
+        return cmd_play(args, out, inp or sys.stdin)
+    if args.command == "eval":
+        return cmd_eval(args, out)
+    raise AssertionError(args.command)
+
+
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""Shared fixtures: every task, every preset, and a helper that plays the oracle."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import harness_gym
+from harness_gym import PRESETS, TASKS, HarnessEnv
+
+TASK_IDS = sorted(TASKS)
+PRESET_NAMES = list(PRESETS)
+
+
+@pytest.fixture(params=TASK_IDS)
+def task_id(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(params=PRESET_NAMES)
+def preset(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def play_oracle(env: gym.Env, seed: int) -> tuple[list[str], dict]:
+    """Play the oracle for one episode; return the observations seen and the final info."""
+    base = env.unwrapped
+    assert isinstance(base, HarnessEnv)
+    obs, info = env.reset(seed=seed)
+    seen = [obs]
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(base.oracle_action())
+        seen.append(obs)
+        done = terminated or truncated
+    return seen, info
+
+
+__all__ = ["PRESET_NAMES", "TASK_IDS", "harness_gym", "play_oracle"]

@@ -1,0 +1,128 @@
+"""The harness spec: validation, serialization round trips, stable ids, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+from harness_gym import PRESETS, Harness, HarnessSpecError, make_env, resolve_harness
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_dict_json_yaml_round_trip(name: str) -> None:
+    h = PRESETS[name]
+    assert Harness.from_dict(h.to_dict()) == h
+    assert Harness.from_json(h.to_json()) == h
+    assert Harness.from_yaml(h.to_yaml()) == h
+    assert Harness.from_dict(h.to_dict(full=False)) == h
+    assert Harness.from_yaml(h.to_yaml()).id == h.id
+
+
+def test_id_is_a_content_hash() -> None:
+    a = Harness(obs_format="yaml", extra_fields=("last_error", "step"))
+    b = Harness.from_dict({"extra_fields": ["step", "last_error"], "obs_format": "yaml"})
+    assert a.id == b.id and a == b
+    assert a.id != Harness().id
+    # Spelling out a default leaves the id unchanged.
+    assert Harness(obs_format="json").id == Harness().id
+    assert len({h.id for h in PRESETS.values()}) == len(PRESETS)
+
+
+def test_id_does_not_depend_on_process() -> None:
+    assert Harness().id == "h-" + __import__("hashlib").sha256(b"{}").hexdigest()[:12]
+
+
+def test_presets_cover_every_level_of_every_categorical_factor() -> None:
+    from harness_gym.core.harness import LEVELS
+
+    for factor, levels in LEVELS.items():
+        seen = {getattr(h, factor) for h in PRESETS.values()}
+        assert set(levels) <= seen, (factor, set(levels) - seen)
+    assert {h.field_order for h in PRESETS.values()} >= {"canonical", "reversed"}
+    assert {h.tool_order for h in PRESETS.values()} >= {"canonical", "reversed", "alphabetical"}
+    assert {h.history_window for h in PRESETS.values()} >= {0, 1, "all"}
+    assert {h.prompt_template for h in PRESETS.values()} >= {"default", "terse", "verbose"}
+    assert set().union(*(h.extra_fields for h in PRESETS.values())) == {"step", "last_error"}
+
+
+def test_unknown_preset_lists_valid_presets() -> None:
+    with pytest.raises(HarnessSpecError, match="valid presets: .*'Json'"):
+        resolve_harness("Jsn")
+    with pytest.raises(HarnessSpecError, match="valid presets"):
+        gym.make("harness_gym/ClickButton-v0", harness="NoSuchPreset")
+
+
+def test_unknown_factor_lists_valid_factors() -> None:
+    with pytest.raises(HarnessSpecError, match="unknown harness factor.*'colour'.*valid factors.*obs_format"):
+        Harness.from_dict({"colour": "blue"})
+    with pytest.raises(HarnessSpecError, match="valid factors"):
+        Harness().replace(colour="blue")
+
+
+@pytest.mark.parametrize(
+    ("factor", "level"),
+    [
+        ("obs_format", "toml"),
+        ("tool_style", "yaml"),
+        ("tool_naming", "random"),
+        ("parser", "loose"),
+        ("invalid_action", "crash"),
+        ("field_order", "sorted"),
+        ("tool_order", "random"),
+        ("tool_descriptions", "long"),
+    ],
+)
+def test_unknown_level_lists_valid_levels(factor: str, level: str) -> None:
+    with pytest.raises(HarnessSpecError, match=f"unknown level '{level}' for factor '{factor}'.*valid levels"):
+        Harness.from_dict({factor: level})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"history_window": -1},
+        {"history_window": "some"},
+        {"step_budget": 0},
+        {"step_budget": True},
+        {"extra_fields": ["step", "step"]},
+        {"extra_fields": ["clock"]},
+        {"prompt_template": "no placeholder here"},
+        {"field_order": ["title", "title"]},
+    ],
+)
+def test_bad_values_raise_spec_errors(spec: dict) -> None:
+    with pytest.raises(HarnessSpecError):
+        Harness.from_dict(spec)
+
+
+def test_field_permutation_is_checked_against_the_task() -> None:
+    with pytest.raises(HarnessSpecError, match=r"missing \['page'\]"):
+        make_env("ClickButton", {"field_order": ["title", "instruction"]})
+    with pytest.raises(HarnessSpecError, match=r"unknown \['url'\]"):
+        make_env("ClickButton", {"field_order": ["title", "instruction", "page", "url"]})
+    env = make_env("ClickButton", {"field_order": ["title", "page", "instruction"]})
+    obs, _ = env.reset(seed=0)
+    data = json.loads(obs)
+    assert list(data) == ["title", "page", "instruction"]
+
+
+def test_tool_permutation_and_drop_are_checked_against_the_task() -> None:
+    with pytest.raises(HarnessSpecError, match="tool_order must list each"):
+        make_env("ClickButton", {"tool_order": ["click", "type"]})
+    with pytest.raises(HarnessSpecError, match="drop_tools names unknown tools"):
+        make_env("ClickButton", {"drop_tools": ["scroll"]})
+
+
+def test_harness_accepts_every_form(tmp_path) -> None:
+    path = tmp_path / "h.yaml"
+    path.write_text(PRESETS["Xml"].to_yaml())
+    for form in ("Xml", PRESETS["Xml"], PRESETS["Xml"].to_dict(), str(path), path):
+        env = gym.make("harness_gym/ClickButton-v0", harness=form)
+        _, info = env.reset(seed=1)
+        assert info["harness_id"] == PRESETS["Xml"].id
+    with pytest.raises(FileNotFoundError, match="missing.yaml"):
+        resolve_harness(str(tmp_path / "missing.yaml"))
+    with pytest.raises(TypeError, match="harness must be"):
+        resolve_harness(3.5)  # type: ignore[arg-type]
