@@ -1,8 +1,8 @@
 """The ``harness-gym`` command: list what exists, play an env by hand, evaluate agents.
 
-    harness-gym list [tasks|presets|factors|envs]
-    harness-gym play harness_gym/EnterText-Markdown-v0 --seed 3
-    harness-gym eval --agent oracle --agent random --env 'harness_gym/*' --episodes 20 --seed 0
+harness-gym list [tasks|presets|factors|envs]
+harness-gym play harness_gym/EnterText-Markdown-v0 --seed 3
+harness-gym eval --agent oracle --agent random --env 'harness_gym/*' --episodes 20 --seed 0
 """
 
 from __future__ import annotations
@@ -72,14 +72,18 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     what = args.what
     if what in ("tasks", "all"):
         out.write("Tasks:\n")
-        _table([["task", "max_steps", "description"]] + [
-            [t.task_id, str(t.max_steps), t.description] for t in TASKS.values()
-        ], out)
+        _table(
+            [["task", "max_steps", "description"]]
+            + [[t.task_id, str(t.max_steps), t.description] for t in TASKS.values()],
+            out,
+        )
     if what in ("presets", "all"):
         out.write("\nPresets:\n")
-        _table([["preset", "harness_id", "non-default factors"]] + [
-            [name, h.id, h.describe()] for name, h in PRESETS.items()
-        ], out)
+        _table(
+            [["preset", "harness_id", "non-default factors"]]
+            + [[name, h.id, h.describe()] for name, h in PRESETS.items()],
+            out,
+        )
     if what in ("factors", "all"):
         out.write("\nFactors:\n")
         levels = {**{k: ", ".join(map(str, v)) for k, v in LEVELS.items()}}
@@ -91,9 +95,11 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         levels["drop_tools"] = "canonical tool names to hide"
         levels["prompt_template"] = "default, terse, verbose, or a template using {tools}"
         levels["max_action_chars"] = "longest agent output parsed (default 8192)"
-        _table([["factor", "default", "levels"]] + [
-            [f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()
-        ], out)
+        _table(
+            [["factor", "default", "levels"]]
+            + [[f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()],
+            out,
+        )
     if what == "envs":
         for env_id in registered_env_ids():
             out.write(env_id + "\n")
@@ -105,8 +111,10 @@ def cmd_play(args: argparse.Namespace, out: TextIO, inp: TextIO) -> int:
     base = env.unwrapped
     observation, info = env.reset(seed=args.seed)
     out.write(f"=== system prompt ===\n{base.system_prompt}\n")
-    out.write("Type an action as the agent would, '#N' to send legal action N, "
-              "'?' to see the oracle's action, 'q' to quit.\n")
+    out.write(
+        "Type an action as the agent would, '#N' to send legal action N, "
+        "'?' to see the oracle's action, 'q' to quit.\n"
+    )
     total = 0.0
     while True:
         out.write(f"\n=== observation (step {info['step']}) ===\n{observation}\n")
@@ -133,8 +141,10 @@ def cmd_play(args: argparse.Namespace, out: TextIO, inp: TextIO) -> int:
         if info["last_error"]:
             out.write(f"!! {info['error_kind']}: {info['last_error']}\n")
         if terminated or truncated:
-            out.write(f"\nepisode over: return={total} success={info['success']} "
-                      f"steps={info['step']} invalid={info['invalid_actions']}\n")
+            out.write(
+                f"\nepisode over: return={total} success={info['success']} "
+                f"steps={info['step']} invalid={info['invalid_actions']}\n"
+            )
             break
     env.close()
     return 0
@@ -178,8 +188,7 @@ def write_results(results: Sequence[EpisodeResult], path: Path) -> None:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             for row in rows:
-                writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v
-                                 for k, v in row.items()})
+                writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v for k, v in row.items()})
     else:
         with path.open("w") as fh:
             for row in rows:
@@ -195,8 +204,10 @@ def write_summary(results: Sequence[EpisodeResult], out: TextIO) -> None:
     for agent in dict.fromkeys(r.agent for r in results):
         tasks = list(dict.fromkeys(k[1] for k in cells if k[0] == agent))
         presets = list(dict.fromkeys(k[2] for k in cells if k[0] == agent))
-        out.write(f"\nSuccess rate, agent={agent} (episodes per cell: "
-                  f"{len(next(v for k, v in cells.items() if k[0] == agent))})\n")
+        out.write(
+            f"\nSuccess rate, agent={agent} (episodes per cell: "
+            f"{len(next(v for k, v in cells.items() if k[0] == agent))})\n"
+        )
         rows = [["task", *presets, "mean"]]
         for task in tasks:
             rates = [_rate(cells.get((agent, task, p), [])) for p in presets]
@@ -214,28 +225,31 @@ def _pct(x: float | None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness-gym", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="harness-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=harness_gym.__version__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="list tasks, presets, factors or env ids")
-    p.add_argument("what", nargs="?", default="all",
-                   choices=["all", "tasks", "presets", "factors", "envs"])
+    p.add_argument("what", nargs="?", default="all", choices=["all", "tasks", "presets", "factors", "envs"])
     p = sub.add_parser("play", help="play an env by hand in the terminal")
     p.add_argument("env_id")
     p.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("eval", help="evaluate agents on envs and print a success table")
     p.add_argument("--agent", action="append", help=f"one of {list(AGENTS)} (repeatable)")
-    p.add_argument("--env", action="append", required=True,
-                   help="env id, glob such as 'harness_gym/ClickButton-*', or 'all' (repeatable)")
+    p.add_argument(
+        "--env",
+        action="append",
+        required=True,
+        help="env id, glob such as 'harness_gym/ClickButton-*', or 'all' (repeatable)",
+    )
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
     p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
     return parser
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
-         inp: TextIO | None = None) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
     if args.command == "list":
@@ -245,8 +259,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     if args.command == "eval":
         return cmd_eval(args, out)
     raise AssertionError(args.command)
-
-
 
 
 if __name__ == "__main__":  # pragma: no cover

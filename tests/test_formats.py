@@ -30,9 +30,7 @@ FIELDS = [
     ("nothing", None),
 ]
 
-scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20)
-)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20))
 json_like = st.recursive(
     scalars,
     lambda children: st.one_of(

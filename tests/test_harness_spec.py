@@ -75,7 +75,9 @@ def test_unknown_factor_lists_valid_factors() -> None:
     ],
 )
 def test_unknown_level_lists_valid_levels(factor: str, level: str) -> None:
-    with pytest.raises(HarnessSpecError, match=f"unknown level '{level}' for factor '{factor}'.*valid levels"):
+    with pytest.raises(
+        HarnessSpecError, match=f"unknown level '{level}' for factor '{factor}'.*valid levels"
+    ):
         Harness.from_dict({factor: level})
 
 

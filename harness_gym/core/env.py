@@ -8,7 +8,7 @@ invalid-action policy and ``info`` says what went wrong.
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, SupportsFloat
@@ -38,7 +38,8 @@ class HarnessEnv(gym.Env[str, str]):
 
     ``info`` after every ``reset`` and ``step`` carries ``task_id``, ``harness_id``,
     ``harness`` (the spec as a dict), ``seed`` (replays the episode with ``reset(seed=...)``),
-    ``step``, ``budget``, ``state_digest``, ``success``, ``invalid_actions``, ``last_error``,
+    ``step``, ``budget``, ``state_digest`` (a hash of the task instance built by ``reset``;
+    equal under every harness for the same seed), ``success``, ``invalid_actions``, ``last_error``,
     ``error_kind`` and ``legal_actions`` (the task's legal actions as this harness writes
     them). The ``info`` of ``reset`` adds what stays fixed for the episode:
     ``system_prompt`` and ``tools`` (OpenAI-style function tools); both are also available
@@ -56,9 +57,7 @@ class HarnessEnv(gym.Env[str, str]):
         if isinstance(task, type) and issubclass(task, Task):
             task = task()
         if not isinstance(task, Task):
-            raise TypeError(
-                f"task must be a harness_gym Task instance or class, got {type(task).__name__}"
-            )
+            raise TypeError(f"task must be a harness_gym Task instance or class, got {type(task).__name__}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
@@ -73,7 +72,10 @@ class HarnessEnv(gym.Env[str, str]):
         self._spec_items = tuple(
             (k, tuple(v) if isinstance(v, list) else v) for k, v in self.harness.to_dict().items()
         )
+        self._tools_json = json.dumps(self.bound.openai_tools)
+        self._fields: dict[str, Any] = {}
         self._seed: int | None = None
+        self._digest = ""
         self._steps = 0
         self._invalid = 0
         self._success = False
@@ -93,6 +95,7 @@ class HarnessEnv(gym.Env[str, str]):
         episode_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self._seed = int(episode_seed)
         self.task.reset(np.random.default_rng(self._seed))
+        self._digest = self.task.digest()
         self._steps = 0
         self._invalid = 0
         self._success = False
@@ -103,7 +106,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._observation = self._render(self.task.fields(), shown_error=None)
         info = self._info()
         info["system_prompt"] = self.bound.system_prompt
-        info["tools"] = copy.deepcopy(self.bound.openai_tools)
+        info["tools"] = json.loads(self._tools_json)  # a fresh copy per episode
         return self._observation, info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -115,7 +118,6 @@ class HarnessEnv(gym.Env[str, str]):
             )
         if self._done and self._seed is None:
             raise RuntimeError("call reset() before step()")
-        fields_before = self.task.fields()
         self._steps += 1
         reward = 0.0
         terminated = False
@@ -142,9 +144,7 @@ class HarnessEnv(gym.Env[str, str]):
             self._success = self._success or bool(result.success)
             written = self.bound.format_action(parsed)
         if self.harness.history_window:
-            self._history.append(
-                {"observation": self.bound.ordered_fields(fields_before), "action": written}
-            )
+            self._history.append({"observation": self.bound.ordered_fields(self._fields), "action": written})
         truncated = not terminated and self._steps >= self.budget
         self._done = terminated or truncated
         self._observation = self._render(self.task.fields(), shown_error=shown_error)
@@ -170,8 +170,19 @@ class HarnessEnv(gym.Env[str, str]):
         return self.bound.format_action(action)
 
     def oracle_action(self) -> str:
-        """The task oracle's next action, written through this harness."""
-        return self.bound.format_action(self.task.oracle())
+        """The task oracle's next action, written through this harness.
+
+        When the harness hides the tool the oracle needs (``drop_tools``), the oracle falls
+        back to the first action the harness does expose, so a harness that removes a needed
+        tool shows a lower oracle success rate instead of an error.
+        """
+        action = self.task.oracle()
+        if not self.bound.exposes(action):
+            exposed = self.legal_actions()
+            if not exposed:
+                return ""
+            action = exposed[0]
+        return self.bound.format_action(action)
 
     @property
     def system_prompt(self) -> str:
@@ -179,10 +190,9 @@ class HarnessEnv(gym.Env[str, str]):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _render(self, fields: Mapping[str, Any], shown_error: str | None) -> str:
-        text = self.bound.render(
-            fields, step=self._steps, error=shown_error, history=self._history
-        )
+    def _render(self, fields: dict[str, Any], shown_error: str | None) -> str:
+        self._fields = fields
+        text = self.bound.render(fields, step=self._steps, error=shown_error, history=self._history)
         if len(text) > MAX_OBSERVATION_CHARS:
             text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
         return text
@@ -195,7 +205,7 @@ class HarnessEnv(gym.Env[str, str]):
             "seed": self._seed,
             "step": self._steps,
             "budget": self.budget,
-            "state_digest": self.task.digest(),
+            "state_digest": self._digest,
             "success": self._success,
             "invalid_actions": self._invalid,
             "last_error": self._last_error,

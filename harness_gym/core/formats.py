@@ -43,9 +43,7 @@ def render_json(fields: Fields) -> str:
     return json.dumps(dict(fields), ensure_ascii=False)
 
 
-_YAML_UNPRINTABLE = re.compile(
-    "[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
+_YAML_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _yaml_quoted(text: str) -> str:
@@ -193,11 +191,16 @@ def _xml_tag(name: str) -> tuple[str, str]:
 
 def _xml_text(text: str) -> str:
     # XML 1.0 cannot carry most control characters or lone surrogates: escape them visibly.
-    cleaned = "".join(
-        ch if (ch in "\t\n" or ord(ch) >= 0x20) and not 0xD800 <= ord(ch) <= 0xDFFF
-        else f"\\u{ord(ch):04x}"
-        for ch in text
-    ) if not text.isprintable() else text
+    cleaned = (
+        "".join(
+            ch
+            if (ch in "\t\n" or ord(ch) >= 0x20) and not 0xD800 <= ord(ch) <= 0xDFFF
+            else f"\\u{ord(ch):04x}"
+            for ch in text
+        )
+        if not text.isprintable()
+        else text
+    )
     return _xml_escape(cleaned)
 
 

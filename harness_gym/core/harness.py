@@ -132,25 +132,19 @@ class Harness:
                 repeated = sorted({v for v in value if value.count(v) > 1})
                 if repeated or not all(isinstance(v, str) for v in value):
                     raise HarnessSpecError(
-                        f"{factor} permutation must name each item once as a string; "
-                        f"repeated: {repeated}"
+                        f"{factor} permutation must name each item once as a string; repeated: {repeated}"
                     )
         bad = [f for f in self.extra_fields if f not in EXTRA_FIELDS]
         if bad or len(set(self.extra_fields)) != len(self.extra_fields):
             raise HarnessSpecError(
-                f"extra_fields {list(self.extra_fields)} must be distinct values from "
-                f"{list(EXTRA_FIELDS)}"
+                f"extra_fields {list(self.extra_fields)} must be distinct values from {list(EXTRA_FIELDS)}"
             )
         # Canonical order for the optional fields, so equal sets give equal ids.
-        object.__setattr__(
-            self, "extra_fields", tuple(f for f in EXTRA_FIELDS if f in self.extra_fields)
-        )
+        object.__setattr__(self, "extra_fields", tuple(f for f in EXTRA_FIELDS if f in self.extra_fields))
         object.__setattr__(self, "drop_tools", tuple(sorted(set(self.drop_tools))))
         hw = self.history_window
         if not (hw == "all" or (isinstance(hw, int) and not isinstance(hw, bool) and hw >= 0)):
-            raise HarnessSpecError(
-                f"history_window must be an integer >= 0 or 'all', got {hw!r}"
-            )
+            raise HarnessSpecError(f"history_window must be an integer >= 0 or 'all', got {hw!r}")
         sb = self.step_budget
         if sb is not None and (isinstance(sb, bool) or not isinstance(sb, int) or sb < 1):
             raise HarnessSpecError(f"step_budget must be a positive integer or None, got {sb!r}")
@@ -343,7 +337,5 @@ def _yaml() -> Any:
     try:
         import yaml
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "YAML support needs PyYAML: pip install 'harness-gym[yaml]'"
-        ) from None
+        raise ImportError("YAML support needs PyYAML: pip install 'harness-gym[yaml]'") from None
     return yaml

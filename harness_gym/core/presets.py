@@ -77,9 +77,7 @@ def get_preset(name: str) -> Harness:
     try:
         return PRESETS[name]
     except KeyError:
-        raise HarnessSpecError(
-            f"unknown harness preset {name!r}; valid presets: {list(PRESETS)}"
-        ) from None
+        raise HarnessSpecError(f"unknown harness preset {name!r}; valid presets: {list(PRESETS)}") from None
 
 
 def resolve_harness(harness: Harness | str | Mapping[str, Any] | Path | None) -> Harness:
@@ -90,9 +88,7 @@ def resolve_harness(harness: Harness | str | Mapping[str, Any] | Path | None) ->
         return harness
     if isinstance(harness, Mapping):
         return Harness.from_dict(harness)
-    if isinstance(harness, Path) or (
-        isinstance(harness, str) and harness.endswith((".yaml", ".yml"))
-    ):
+    if isinstance(harness, Path) or (isinstance(harness, str) and harness.endswith((".yaml", ".yml"))):
         path = Path(harness)
         if not path.exists():
             raise FileNotFoundError(f"harness YAML file not found: {path}")
@@ -100,6 +96,5 @@ def resolve_harness(harness: Harness | str | Mapping[str, Any] | Path | None) ->
     if isinstance(harness, str):
         return get_preset(harness)
     raise TypeError(
-        "harness must be a Harness, a preset name, a dict spec or a YAML path; "
-        f"got {type(harness).__name__}"
+        f"harness must be a Harness, a preset name, a dict spec or a YAML path; got {type(harness).__name__}"
     )

@@ -10,6 +10,7 @@ shared memory.
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -74,13 +75,39 @@ def _create_shared(space: UnicodeText, n: int = 1, ctx: ModuleType = mp) -> Any:
     return ctx.Array(np.dtype(np.int32).char, n * (space.max_length + 1))
 
 
+class SharedTextView(Sequence[str]):
+    """A live, read-only view of the strings in a shared-memory buffer.
+
+    ``AsyncVectorEnv`` reads its observation buffer once and then hands out
+    ``deepcopy(view)``; decoding on access keeps the view current, and ``deepcopy`` gives a
+    plain tuple of strings, which is what users receive.
+    """
+
+    def __init__(self, space: UnicodeText, shared_memory: Any, n: int) -> None:
+        self._rows = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape(n, space.max_length + 1)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        row = self._rows[index]
+        return row[1 : 1 + row[0]].astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: Any) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"SharedTextView({tuple(self)!r})"
+
+
 @read_from_shared_memory.register(UnicodeText)
-def _read_shared(space: UnicodeText, shared_memory: Any, n: int = 1) -> tuple[str, ...]:
-    rows = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape(n, space.max_length + 1)
-    return tuple(
-        row[1 : 1 + row[0]].astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-        for row in rows
-    )
+def _read_shared(space: UnicodeText, shared_memory: Any, n: int = 1) -> SharedTextView:
+    return SharedTextView(space, shared_memory, n)
 
 
 @write_to_shared_memory.register(UnicodeText)

@@ -140,6 +140,7 @@ class Toolbox:
         self.max_chars = max_chars
         self._by_name = {t.name: t for t in self.tools}
         self._by_canonical = {t.spec.name: t for t in self.tools}
+        self._formatted: dict[Action, str] = {}
 
     # -- schemas ------------------------------------------------------------------------
 
@@ -182,9 +183,9 @@ class Toolbox:
         """The tools as this style writes them, for the system prompt."""
         lines = []
         for t in self.tools:
-            example = self.format(Action(t.spec.name, tuple(
-                (p.name, 0 if p.type == "int" else p.name) for p in t.params
-            )))
+            example = self.format(
+                Action(t.spec.name, tuple((p.name, 0 if p.type == "int" else p.name) for p in t.params))
+            )
             lines.append(f"- {example}" + (f"  # {t.description}" if t.description else ""))
             for arg, param, desc in zip(t.arg_names, t.params, t.arg_descriptions):
                 typ = "integer" if param.type == "int" else "string"
@@ -197,8 +198,7 @@ class Toolbox:
             "json": 'Reply with one JSON object: {"name": <tool>, "arguments": {...}}.',
             "xml": "Reply with one XML element named after the tool, one child element per "
             "argument, e.g. <tool><arg>value</arg></tool>.",
-            "python": "Reply with one Python function call with keyword arguments, "
-            "e.g. tool(arg=1).",
+            "python": "Reply with one Python function call with keyword arguments, e.g. tool(arg=1).",
             "command": "Reply with one command line: the tool name followed by its arguments "
             "in order, shell-quoted where needed.",
         }[self.style]
@@ -206,7 +206,15 @@ class Toolbox:
     # -- writing ------------------------------------------------------------------------
 
     def format(self, action: Action) -> str:
-        """Write a canonical action in this toolbox's style and names."""
+        """Write a canonical action in this toolbox's style and names (memoized)."""
+        text = self._formatted.get(action)
+        if text is None:
+            if len(self._formatted) >= 8192:
+                self._formatted.clear()
+            text = self._formatted[action] = self._format(action)
+        return text
+
+    def _format(self, action: Action) -> str:
         tool = self._by_canonical.get(action.name)
         if tool is None:
             raise KeyError(f"action {action.name!r} is not a tool of this harness")
@@ -290,8 +298,7 @@ class Toolbox:
                     return int(stripped)
             raise ActionError(
                 "wrong_type",
-                f"argument {name!r} of tool {tool.name!r} must be an integer, "
-                f"got {preview(repr(value))}",
+                f"argument {name!r} of tool {tool.name!r} must be an integer, got {preview(repr(value))}",
             )
         if isinstance(value, str):
             return value
@@ -310,8 +317,7 @@ class Toolbox:
         if not isinstance(data, dict) or "name" not in data:
             raise ActionError(
                 "malformed",
-                'expected a JSON object {"name": <tool>, "arguments": {...}}, '
-                f"got {preview(text)}",
+                f'expected a JSON object {{"name": <tool>, "arguments": {{...}}}}, got {preview(text)}',
             )
         extra_keys = set(data) - {"name", "arguments"}
         if extra_keys and not self.lenient:
@@ -326,7 +332,9 @@ class Toolbox:
             except (ValueError, RecursionError):
                 pass
         if not isinstance(arguments, dict):
-            raise ActionError("malformed", f'"arguments" must be a JSON object, got {preview(repr(arguments))}')
+            raise ActionError(
+                "malformed", f'"arguments" must be a JSON object, got {preview(repr(arguments))}'
+            )
         return self._build(tool, arguments, from_text=False)
 
     def _parse_python(self, text: str) -> Action:
@@ -341,7 +349,8 @@ class Toolbox:
         if node.args:
             if not self.lenient:
                 raise ActionError(
-                    "malformed", f"use keyword arguments, e.g. {tool.name}({tool.arg_names[0] if tool.arg_names else ''}=...)"
+                    "malformed",
+                    f"use keyword arguments, e.g. {tool.name}({tool.arg_names[0] if tool.arg_names else ''}=...)",
                 )
             if len(node.args) > len(tool.arg_names):
                 raise ActionError(
@@ -367,7 +376,9 @@ class Toolbox:
         pos = 0
         for arg in _XML_ARG.finditer(body):
             if body[pos : arg.start()].strip():
-                raise ActionError("malformed", f"unexpected text inside <{tool.name}>: {preview(body[pos:arg.start()])}")
+                raise ActionError(
+                    "malformed", f"unexpected text inside <{tool.name}>: {preview(body[pos : arg.start()])}"
+                )
             if arg.group(1) in given:
                 raise ActionError("malformed", f"argument {arg.group(1)!r} given twice")
             given[arg.group(1)] = _xml_unescape(arg.group(2))

@@ -122,13 +122,9 @@ class WebTask(Task):
             if element.tag in CLICKABLE:
                 actions.append(Action.of("click", ref=element.ref))
             if element.tag in TEXT_INPUTS:
-                actions.extend(
-                    Action.of("type", ref=element.ref, text=t) for t in self.type_candidates
-                )
+                actions.extend(Action.of("type", ref=element.ref, text=t) for t in self.type_candidates)
             if element.tag == "select" and element.options:
-                actions.extend(
-                    Action.of("select", ref=element.ref, option=o) for o in element.options
-                )
+                actions.extend(Action.of("select", ref=element.ref, option=o) for o in element.options)
         actions.extend(Action.of("press", key=k) for k in self.legal_keys)
         return actions
 

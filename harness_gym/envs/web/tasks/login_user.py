@@ -48,9 +48,7 @@ class LoginUser(WebTask):
 
     def on_click(self, element: Element) -> None:
         if element is self.login:
-            self.finish(
-                self.user_field.value == self.username and self.pass_field.value == self.password
-            )
+            self.finish(self.user_field.value == self.username and self.pass_field.value == self.password)
 
     def oracle(self) -> Action:
         if self.user_field.value != self.username:

@@ -26,9 +26,8 @@ class NavigateTree(WebTask):
         depth = int(rng.integers(2, 4))
         items = self._grow(rng, names, tree, None, 1, depth)
         deep = [e for e in items if self.parents[e.ref] is not None]
-        self.target = deep[int(rng.integers(len(deep)))] if rng.random() < 0.85 else (
-            items[int(rng.integers(len(items)))]
-        )
+        choices = deep if rng.random() < 0.85 else items
+        self.target = choices[int(rng.integers(len(choices)))]
         self.instruction = (
             "Navigate through the file tree. Find and click on the folder or file named "
             f'"{self.target.text}".'
@@ -49,9 +48,7 @@ class NavigateTree(WebTask):
         for i in range(count):
             folder = level < depth and (i == 0 or rng.random() < 0.4)
             attrs = {"kind": "folder", "expanded": "false"} if folder else {"kind": "file"}
-            item = self.page.add(
-                "treeitem", names.pop(), parent=box, attrs=attrs, visible=parent is None
-            )
+            item = self.page.add("treeitem", names.pop(), parent=box, attrs=attrs, visible=parent is None)
             self.parents[item.ref] = parent
             out.append(item)
             if folder:

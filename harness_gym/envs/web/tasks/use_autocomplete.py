@@ -37,9 +37,7 @@ class UseAutocomplete(WebTask):
             if any(w.startswith(self.prefix) and w.endswith(suffix) for w in others):
                 form = 1.0
         if form < 0.4:
-            self.instruction = (
-                f'Enter an item that starts with "{self.prefix}" and ends with "{suffix}".'
-            )
+            self.instruction = f'Enter an item that starts with "{self.prefix}" and ends with "{suffix}".'
         elif form < 0.7:
             self.instruction = f'Enter an item that starts with "{self.prefix}".'
         else:
