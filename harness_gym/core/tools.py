@@ -350,7 +350,7 @@ class Toolbox:
             if not self.lenient:
                 raise ActionError(
                     "malformed",
-                    f"use keyword arguments, e.g. {tool.name}({tool.arg_names[0] if tool.arg_names else ''}=...)",
+                    f"use keyword arguments: {tool.name}({', '.join(a + '=...' for a in tool.arg_names)})",
                 )
             if len(node.args) > len(tool.arg_names):
                 raise ActionError(
