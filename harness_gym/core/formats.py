@@ -273,3 +273,14 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
     "key_value": render_key_value,
     "html": render_html,
 }
+
+
+def register_format(name: str, renderer: Callable[[Fields], str]) -> None:
+    """Add an observation format: a new level of the ``obs_format`` factor.
+
+    The renderer must be pure and deterministic and must show every field it is given, in
+    the given order (field order is a separate factor).
+    """
+    if name in RENDERERS and RENDERERS[name] is not renderer:
+        raise ValueError(f"observation format {name!r} is already registered")
+    RENDERERS[name] = renderer

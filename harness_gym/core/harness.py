@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,8 @@ FORMAT_NAMES = {
 }
 
 #: Levels of every categorical factor (the other factors take numbers or permutations).
-LEVELS: dict[str, tuple[Any, ...]] = {
-    "obs_format": tuple(RENDERERS),
+LEVELS: dict[str, Collection[Any]] = {
+    "obs_format": RENDERERS.keys(),  # live: formats added with register_format count too
     "tool_style": TOOL_STYLES,
     "tool_naming": TOOL_NAMINGS,
     "tool_descriptions": TOOL_DESCRIPTIONS,
@@ -256,7 +256,7 @@ class BoundHarness:
         self._render = RENDERERS[harness.obs_format]
         template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
         self.system_prompt = template.format(
-            format=FORMAT_NAMES[harness.obs_format],
+            format=FORMAT_NAMES.get(harness.obs_format, harness.obs_format),
             tools=self.toolbox.text_schema(),
             format_hint=self.toolbox.format_hint(),
         )
