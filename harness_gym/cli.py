@@ -28,14 +28,14 @@ from harness_gym.core.registry import TASKS, registered_env_ids
 T = TypeVar("T")
 
 
-def progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:
+def progress(items: Iterable[T], total: int, desc: str, unit: str = "ep") -> Iterator[T]:
     """A tqdm progress bar on stderr when tqdm is installed, else the items unchanged."""
     try:
         from tqdm import tqdm
     except ImportError:
         yield from items
         return
-    yield from tqdm(items, total=total, desc=desc, unit="ep", file=sys.stderr, leave=False)
+    yield from tqdm(items, total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
 
 def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
@@ -224,6 +224,36 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    from harness_gym.core.checker import check_harness
+    from harness_gym.core.presets import resolve_harness
+    from harness_gym.core.space import HarnessSpace
+
+    tasks = sorted(TASKS) if args.task in (None, ["all"]) else args.task
+    for task in tasks:
+        if task not in TASKS:
+            raise SystemExit(f"error: unknown task {task!r}; tasks: {sorted(TASKS)}")
+    harnesses: list[Harness] = []
+    for spec in args.harness or ["all"]:
+        if spec == "all":
+            harnesses.extend(PRESETS.values())
+        elif spec.startswith("balanced:"):
+            space = HarnessSpace.from_yaml(spec.split(":", 1)[1])
+            harnesses.extend(space.balanced(2))
+        else:
+            harnesses.append(resolve_harness(spec))
+    jobs = [(t, h) for t in tasks for h in harnesses]
+    failed = 0
+    for task, harness in progress(jobs, total=len(jobs), desc="check", unit="pair"):
+        report = check_harness(harness, task, seeds=range(args.seeds), raise_on_failure=False)
+        failed += not report.ok
+        if not report.ok or args.verbose:
+            out.write(str(report) + "\n")
+    out.write(f"checked {len(jobs)} (task, harness) pairs on {args.seeds} seeds each: "
+              f"{len(jobs) - failed} ok, {failed} with failures\n")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harness-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -246,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
     p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
+    p = sub.add_parser("check", help="check harnesses keep the contract on tasks (check_harness)")
+    p.add_argument("--task", action="append", help="task id (repeatable; default: all tasks)")
+    p.add_argument("--harness", action="append",
+                   help="preset name, YAML path, 'balanced:SPACE.yaml' or 'all' presets (repeatable)")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--verbose", "-v", action="store_true", help="print passing pairs too")
     return parser
 
 
@@ -258,6 +294,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
         return cmd_play(args, out, inp or sys.stdin)
     if args.command == "eval":
         return cmd_eval(args, out)
+    if args.command == "check":
+        return cmd_check(args, out)
     raise AssertionError(args.command)
 
 

@@ -9,7 +9,7 @@ invalid-action policy and ``info`` says what went wrong.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -63,16 +63,15 @@ class HarnessEnv(gym.Env[str, str]):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.task = task
-        self.harness = resolve_harness(harness)
-        self.bound: BoundHarness = self.harness.bind(task.field_names, task.action_specs)
         self.render_mode = render_mode
         self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
         self.action_space = UnicodeText(MAX_OBSERVATION_CHARS)
-        self.budget = self.harness.step_budget or task.max_steps
-        self._spec_items = tuple(
-            (k, tuple(v) if isinstance(v, list) else v) for k, v in self.harness.to_dict().items()
-        )
-        self._tools_json = json.dumps(self.bound.openai_tools)
+        #: The harness given at construction; perturbations and samplers start from it.
+        self.base_harness = resolve_harness(harness)
+        self._perturbations: list[Callable[[Harness], Harness]] = []
+        self._harness_source: Callable[[int], Harness] | None = None
+        self.harness: Harness = self.base_harness
+        self._bind(self.base_harness)
         self._fields: dict[str, Any] = {}
         self._seed: int | None = None
         self._digest = ""
@@ -94,6 +93,8 @@ class HarnessEnv(gym.Env[str, str]):
         # Every episode gets an explicit integer seed, so any episode replays from its record.
         episode_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self._seed = int(episode_seed)
+        source = self._harness_source(self._seed) if self._harness_source else self.base_harness
+        self._bind(self._perturbed(source))
         self.task.reset(np.random.default_rng(self._seed))
         self._digest = self.task.digest()
         self._steps = 0
@@ -159,6 +160,41 @@ class HarnessEnv(gym.Env[str, str]):
             print(self._observation)
         return None
 
+    # -- the harness pipeline (used by harness_gym.wrappers) --------------------------------
+
+    def add_perturbation(self, perturbation: Callable[[Harness], Harness]) -> None:
+        """Apply ``perturbation`` on top of the current ones, now and at every reset.
+
+        Perturbations apply in the order they were added (a wrapper stack applies inside
+        out), so stacking wrappers equals composing the perturbations on the spec. A
+        perturbation that makes an invalid harness for this task raises
+        :class:`~harness_gym.core.harness.HarnessSpecError` and is not kept.
+        """
+        harness = perturbation(self.harness)
+        harness.bind(self.task.field_names, self.task.action_specs)  # validate before keeping
+        self._perturbations.append(perturbation)
+        self._bind(harness)
+
+    def set_harness_source(self, source: Callable[[int], Harness] | None) -> None:
+        """Draw the pre-perturbation harness from ``source(episode_seed)`` at every reset."""
+        self._harness_source = source
+
+    def _perturbed(self, harness: Harness) -> Harness:
+        for perturbation in self._perturbations:
+            harness = perturbation(harness)
+        return harness
+
+    def _bind(self, harness: Harness) -> None:
+        if harness == self.harness and hasattr(self, "bound"):
+            return
+        bound = harness.bind(self.task.field_names, self.task.action_specs)
+        self.harness, self.bound = harness, bound
+        self.budget = harness.step_budget or self.task.max_steps
+        self._spec_items = tuple(
+            (k, tuple(v) if isinstance(v, list) else v) for k, v in harness.to_dict().items()
+        )
+        self._tools_json = json.dumps(bound.openai_tools)
+
     # -- helpers for agents, tests and analysis --------------------------------------------
 
     def legal_actions(self) -> list[Action]:
@@ -201,7 +237,7 @@ class HarnessEnv(gym.Env[str, str]):
         return {
             "task_id": self.task.task_id,
             "harness_id": self.harness.id,
-            "harness": dict(self._spec_items),
+            "harness": {k: dict(v) if isinstance(v, dict) else v for k, v in self._spec_items},
             "seed": self._seed,
             "step": self._steps,
             "budget": self.budget,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,8 @@ class Harness:
             the task's canonical tool names.
         tool_descriptions: ``full``, ``terse`` (first clause) or ``none``.
         drop_tools: canonical tool names hidden from the agent (this may lower the ceiling).
+        rename_tools: canonical tool name -> the name the agent sees (applied after naming).
+        rename_args: canonical argument name -> the name the agent sees, for every tool.
         parser: ``strict`` or ``lenient`` (code fences, surrounding prose, trailing commas).
         invalid_action: ``feedback`` (show the error, costs a step), ``end`` (episode ends
             with reward 0) or ``ignore`` (no message, costs a step).
@@ -100,6 +103,8 @@ class Harness:
     tool_order: str | tuple[str, ...] = "canonical"
     tool_descriptions: str = "full"
     drop_tools: tuple[str, ...] = ()
+    rename_tools: tuple[tuple[str, str], ...] = ()
+    rename_args: tuple[tuple[str, str], ...] = ()
     parser: str = "strict"
     invalid_action: str = "feedback"
     step_budget: int | None = None
@@ -142,6 +147,13 @@ class Harness:
         # Canonical order for the optional fields, so equal sets give equal ids.
         object.__setattr__(self, "extra_fields", tuple(f for f in EXTRA_FIELDS if f in self.extra_fields))
         object.__setattr__(self, "drop_tools", tuple(sorted(set(self.drop_tools))))
+        for name in ("rename_tools", "rename_args"):
+            object.__setattr__(self, name, _renames(name, getattr(self, name)))
+        clash = sorted({old for old, _ in self.rename_tools} & set(self.drop_tools))
+        if clash:
+            raise HarnessSpecError(
+                f"rename_tools renames {clash}, which drop_tools removes; drop or rename, not both"
+            )
         hw = self.history_window
         if not (hw == "all" or (isinstance(hw, int) and not isinstance(hw, bool) and hw >= 0)):
             raise HarnessSpecError(f"history_window must be an integer >= 0 or 'all', got {hw!r}")
@@ -179,6 +191,8 @@ class Harness:
             value = getattr(self, f.name)
             if not full and value == f.default:
                 continue
+            if f.name in ("rename_tools", "rename_args"):
+                value = dict(value)
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -248,6 +262,8 @@ class BoundHarness:
                 order=harness.tool_order,
                 drop=harness.drop_tools,
                 descriptions=harness.tool_descriptions,
+                rename_tools=dict(harness.rename_tools),
+                rename_args=dict(harness.rename_args),
                 lenient=harness.parser == "lenient",
                 max_chars=harness.max_action_chars,
             )
@@ -320,6 +336,25 @@ def _field_order(order: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[
             f"missing {missing}, unknown {unknown}, repeated {repeated}"
         )
     return tuple(order)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _renames(factor: str, value: Any) -> tuple[tuple[str, str], ...]:
+    """Normalize a rename map (dict or pairs) to sorted pairs of identifiers."""
+    pairs = list(value.items()) if isinstance(value, Mapping) else [tuple(p) for p in value]
+    if any(len(p) != 2 for p in pairs):
+        raise HarnessSpecError(f"{factor} must map canonical names to new names")
+    for old, new in pairs:
+        if not (isinstance(old, str) and isinstance(new, str) and _IDENTIFIER.match(new)):
+            raise HarnessSpecError(
+                f"{factor} must map names to identifiers (letters, digits, _), got {old!r}: {new!r}"
+            )
+    olds = [p[0] for p in pairs]
+    if len(set(olds)) != len(olds):
+        raise HarnessSpecError(f"{factor} renames a name twice: {olds}")
+    return tuple(sorted(pairs))
 
 
 def _hash(data: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ import ast
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,8 @@ class Toolbox:
         order: str | Sequence[str] = "canonical",
         drop: Sequence[str] = (),
         descriptions: str = "full",
+        rename_tools: Mapping[str, str] | None = None,
+        rename_args: Mapping[str, str] | None = None,
         lenient: bool = False,
         max_chars: int = 8192,
     ) -> None:
@@ -111,6 +113,22 @@ class Toolbox:
         unknown = [d for d in drop if d not in known]
         if unknown:
             raise ValueError(f"drop_tools names unknown tools {unknown}; this task's tools are {known}")
+        rename_tools = dict(rename_tools or {})
+        rename_args = dict(rename_args or {})
+        unknown = [t for t in rename_tools if t not in known]
+        if unknown:
+            raise ValueError(f"rename_tools names unknown tools {unknown}; this task's tools are {known}")
+        conflict = [t for t in rename_tools if t in drop]
+        if conflict:
+            raise ValueError(
+                f"rename_tools renames {conflict}, which drop_tools removes; drop or rename, not both"
+            )
+        all_args = {p for s in action_specs for p in s.param_names}
+        unknown = [a for a in rename_args if a not in all_args]
+        if unknown:
+            raise ValueError(
+                f"rename_args names unknown arguments {unknown}; this task's arguments are {sorted(all_args)}"
+            )
         tools = []
         for index, spec in enumerate(action_specs, start=1):
             if spec.name in drop:
@@ -123,6 +141,10 @@ class Toolbox:
             else:
                 name = f"tool_{index}"
                 args = tuple(f"arg_{i}" for i in range(1, len(spec.params) + 1))
+            name = rename_tools.get(spec.name, name)
+            args = tuple(rename_args.get(p, a) for p, a in zip(spec.param_names, args))
+            if len(set(args)) != len(args):
+                raise ValueError(f"rename_args gives tool {name!r} two arguments named alike: {args}")
             if descriptions == "full":
                 desc, arg_desc = spec.description, tuple(p.description for p in spec.params)
             elif descriptions == "terse":

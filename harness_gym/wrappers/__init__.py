@@ -1,0 +1,31 @@
+"""Gymnasium wrappers: harness perturbations, harness sampling, and adapters for RL libraries."""
+
+from harness_gym.wrappers.perturbation import (
+    ChangeControl,
+    ChangeToolNaming,
+    DropTools,
+    PerturbHarness,
+    Reformat,
+    RenameArguments,
+    RenameTools,
+    ReorderFields,
+    ReorderTools,
+    RestyleTools,
+    RewriteDescriptions,
+)
+from harness_gym.wrappers.sampler import SampleHarness
+
+__all__ = [
+    "ChangeControl",
+    "ChangeToolNaming",
+    "DropTools",
+    "PerturbHarness",
+    "Reformat",
+    "RenameArguments",
+    "RenameTools",
+    "ReorderFields",
+    "ReorderTools",
+    "RestyleTools",
+    "RewriteDescriptions",
+    "SampleHarness",
+]
