@@ -93,6 +93,8 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         levels["history_window"] = "0, 1, 2, ... or all"
         levels["step_budget"] = "a positive integer, or null for the task's own budget"
         levels["drop_tools"] = "canonical tool names to hide"
+        levels["rename_tools"] = "canonical tool name -> shown name"
+        levels["rename_args"] = "canonical argument name -> shown name"
         levels["prompt_template"] = "default, terse, verbose, or a template using {tools}"
         levels["max_action_chars"] = "longest agent output parsed (default 8192)"
         _table(
@@ -249,8 +251,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         failed += not report.ok
         if not report.ok or args.verbose:
             out.write(str(report) + "\n")
-    out.write(f"checked {len(jobs)} (task, harness) pairs on {args.seeds} seeds each: "
-              f"{len(jobs) - failed} ok, {failed} with failures\n")
+    out.write(
+        f"checked {len(jobs)} (task, harness) pairs on {args.seeds} seeds each: "
+        f"{len(jobs) - failed} ok, {failed} with failures\n"
+    )
     return 1 if failed else 0
 
 
@@ -278,8 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
     p = sub.add_parser("check", help="check harnesses keep the contract on tasks (check_harness)")
     p.add_argument("--task", action="append", help="task id (repeatable; default: all tasks)")
-    p.add_argument("--harness", action="append",
-                   help="preset name, YAML path, 'balanced:SPACE.yaml' or 'all' presets (repeatable)")
+    p.add_argument(
+        "--harness",
+        action="append",
+        help="preset name, YAML path, 'balanced:SPACE.yaml' or 'all' presets (repeatable)",
+    )
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--verbose", "-v", action="store_true", help="print passing pairs too")
     return parser

@@ -29,8 +29,13 @@ def test_list_shows_tasks_presets_and_factors() -> None:
 
 def test_play_by_hand_reaches_the_end() -> None:
     # '#N' picks a legal action; '?' asks for the oracle; free text is parsed like agent output.
-    text = run("play", "harness_gym/ClickButton-Python-v0", "--seed", "0",
-               stdin="?\nclick(ref=999)\nnot an action\n" + "#0\n" * 3)
+    text = run(
+        "play",
+        "harness_gym/ClickButton-Python-v0",
+        "--seed",
+        "0",
+        stdin="?\nclick(ref=999)\nnot an action\n" + "#0\n" * 3,
+    )
     assert "=== system prompt ===" in text
     assert "oracle: click(ref=" in text
     assert "illegal_action: no visible element with ref 999" in text
@@ -44,9 +49,23 @@ def test_play_quits_on_q() -> None:
 
 def test_eval_prints_a_task_by_preset_table_and_writes_rows(tmp_path) -> None:
     out = tmp_path / "rows.jsonl"
-    text = run("eval", "--agent", "oracle", "--agent", "random", "--env", "harness_gym/ClickButton-*",
-               "--env", "harness_gym/EnterText-Json-v0", "--episodes", "4", "--seed", "10",
-               "--out", str(out))
+    text = run(
+        "eval",
+        "--agent",
+        "oracle",
+        "--agent",
+        "random",
+        "--env",
+        "harness_gym/ClickButton-*",
+        "--env",
+        "harness_gym/EnterText-Json-v0",
+        "--episodes",
+        "4",
+        "--seed",
+        "10",
+        "--out",
+        str(out),
+    )
     assert "agent=oracle" in text and "agent=random" in text
     oracle_table = text.split("agent=oracle")[1].split("agent=random")[0]
     assert "ClickButton" in oracle_table and "100%" in oracle_table
@@ -62,8 +81,17 @@ def test_eval_prints_a_task_by_preset_table_and_writes_rows(tmp_path) -> None:
 
 def test_eval_writes_csv(tmp_path) -> None:
     out = tmp_path / "rows.csv"
-    run("eval", "--agent", "oracle", "--env", "harness_gym/ChooseList-Json-v0", "--episodes", "2",
-        "--out", str(out))
+    run(
+        "eval",
+        "--agent",
+        "oracle",
+        "--env",
+        "harness_gym/ChooseList-Json-v0",
+        "--episodes",
+        "2",
+        "--out",
+        str(out),
+    )
     lines = out.read_text().splitlines()
     assert lines[0].startswith("task_id,harness_id,harness,seed") and len(lines) == 3
 
@@ -82,6 +110,10 @@ def test_eval_bad_input_is_a_clear_error(argv: list[str], message: str) -> None:
 
 
 def test_console_script_runs() -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness_gym.cli", "list", "presets"],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_gym.cli", "list", "presets"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "JsonReversed" in proc.stdout

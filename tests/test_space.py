@@ -10,11 +10,13 @@ from harness_gym import Harness, HarnessSpecError, make_env
 from harness_gym.core.space import DEFAULT_SPACE, CoverageError, Factor, HarnessSpace, level_name
 from tests.conftest import TASK_IDS, play_oracle
 
-SMALL = HarnessSpace({
-    "obs_format": ["json", "yaml", "xml"],
-    "tool_style": ["json", "python"],
-    "field_order": ["canonical", "reversed"],
-})
+SMALL = HarnessSpace(
+    {
+        "obs_format": ["json", "yaml", "xml"],
+        "tool_style": ["json", "python"],
+        "field_order": ["canonical", "reversed"],
+    }
+)
 
 
 def covered(space: HarnessSpace, points: list[Harness], t: int) -> bool:
@@ -34,7 +36,10 @@ def test_enumeration_and_ids() -> None:
     assert len({p.id for p in points}) == 12
     assert all(p in SMALL for p in points)
     assert Harness(obs_format="markdown") not in SMALL
-    assert SMALL.harness(obs_format="yaml", tool_style="python").describe() == "obs_format=yaml tool_style=python"
+    assert (
+        SMALL.harness(obs_format="yaml", tool_style="python").describe()
+        == "obs_format=yaml tool_style=python"
+    )
 
 
 def test_sampling_is_determined_by_the_harness_seed() -> None:
@@ -47,18 +52,22 @@ def test_sampling_is_determined_by_the_harness_seed() -> None:
 SPACES = {
     "small": SMALL,
     "default": DEFAULT_SPACE,
-    "mixed": HarnessSpace({
-        "obs_format": ["json", "markdown", "xml", "yaml", "key_value"],
-        "tool_naming": ["canonical", "synonyms", "opaque"],
-        "parser": ["strict", "lenient"],
-        "history_window": [0, 1, 2, "all"],
-        "invalid_action": ["feedback", "end", "ignore"],
-    }),
+    "mixed": HarnessSpace(
+        {
+            "obs_format": ["json", "markdown", "xml", "yaml", "key_value"],
+            "tool_naming": ["canonical", "synonyms", "opaque"],
+            "parser": ["strict", "lenient"],
+            "history_window": [0, 1, 2, "all"],
+            "invalid_action": ["feedback", "end", "ignore"],
+        }
+    ),
 }
 
 
-@pytest.mark.parametrize(("name", "strength"), [("small", 1), ("small", 2), ("small", 3),
-                                                ("default", 1), ("default", 2), ("mixed", 2), ("mixed", 3)])
+@pytest.mark.parametrize(
+    ("name", "strength"),
+    [("small", 1), ("small", 2), ("small", 3), ("default", 1), ("default", 2), ("mixed", 2), ("mixed", 3)],
+)
 def test_balanced_subsets_cover_every_combination(name: str, strength: int) -> None:
     space = SPACES[name]
     points = space.balanced(strength)
@@ -83,8 +92,11 @@ def test_uncovered_reports_missing_combinations() -> None:
 
 @pytest.mark.parametrize(
     ("strength", "max_points", "message"),
-    [(0, None, "strength must be between 1 and"), (4, None, r"between 1 and the number of factors \(3\), got 4"),
-     (2, 5, "needs at least 6 points")],
+    [
+        (0, None, "strength must be between 1 and"),
+        (4, None, r"between 1 and the number of factors \(3\), got 4"),
+        (2, 5, "needs at least 6 points"),
+    ],
 )
 def test_covering_requests_that_cannot_be_met(strength: int, max_points: int | None, message: str) -> None:
     with pytest.raises(CoverageError, match=message):
@@ -150,7 +162,12 @@ def test_bad_levels_and_splits_are_clear_errors() -> None:
 
 def test_level_names() -> None:
     assert [level_name(v) for v in [(), ("step", "last_error"), None, 0, "all"]] == [
-        "none", "step+last_error", "default", "0", "all"]
+        "none",
+        "step+last_error",
+        "default",
+        "0",
+        "all",
+    ]
     assert Factor("extra_fields", ((), ("step",))).index("step") == 1
 
 
@@ -180,8 +197,9 @@ def test_oracle_success_is_unchanged_over_the_default_space(chunk: int, canonica
 
 
 def test_dropping_a_needed_tool_lowers_the_oracle_success() -> None:
-    space = HarnessSpace({**{f.name: f.levels for f in DEFAULT_SPACE.factors},
-                          "drop_tools": [(), ("type",), ("select",)]})
+    space = HarnessSpace(
+        {**{f.name: f.levels for f in DEFAULT_SPACE.factors}, "drop_tools": [(), ("type",), ("select",)]}
+    )
     needs = {"type": ["EnterText", "LoginUser", "UseAutocomplete"], "select": ["ChooseList", "BookFlight"]}
     points = space.balanced(2)
     for harness in points:

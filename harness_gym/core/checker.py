@@ -72,8 +72,8 @@ class HarnessReport:
         ran = ", ".join(f"{k}={v}" for k, v in self.checks.items())
         if self.ok:
             return head + f"ok ({ran})"
-        return head + f"{len(self.failures)} failure(s) ({ran})\n" + "\n".join(
-            f"  {f}" for f in self.failures
+        return (
+            head + f"{len(self.failures)} failure(s) ({ran})\n" + "\n".join(f"  {f}" for f in self.failures)
         )
 
 
@@ -87,9 +87,7 @@ class HarnessCheckError(AssertionError):
 
 def is_pure_presentation(harness: Harness, task: type[Task] | Task) -> bool:
     """True when the harness cannot change the ceiling: no dropped tool, budget not cut."""
-    return not harness.drop_tools and (
-        harness.step_budget is None or harness.step_budget >= task.max_steps
-    )
+    return not harness.drop_tools and (harness.step_budget is None or harness.step_budget >= task.max_steps)
 
 
 def check_harness(

@@ -16,7 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.harness import BoundHarness, Harness
+from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
 from harness_gym.core.spaces import UnicodeText
 from harness_gym.core.task import Action, Task
@@ -70,6 +70,7 @@ class HarnessEnv(gym.Env[str, str]):
         self.base_harness = resolve_harness(harness)
         self._perturbations: list[Callable[[Harness], Harness]] = []
         self._harness_source: Callable[[int], Harness] | None = None
+        self._perturbed_cache: tuple[Harness | None, Harness | None] = (None, None)
         self.harness: Harness = self.base_harness
         self._bind(self.base_harness)
         self._fields: dict[str, Any] = {}
@@ -173,6 +174,7 @@ class HarnessEnv(gym.Env[str, str]):
         harness = perturbation(self.harness)
         harness.bind(self.task.field_names, self.task.action_specs)  # validate before keeping
         self._perturbations.append(perturbation)
+        self._perturbed_cache = (None, None)
         self._bind(harness)
 
     def set_harness_source(self, source: Callable[[int], Harness] | None) -> None:
@@ -180,8 +182,14 @@ class HarnessEnv(gym.Env[str, str]):
         self._harness_source = source
 
     def _perturbed(self, harness: Harness) -> Harness:
+        # Perturbations are pure: the same source gives the same result, so keep the last one.
+        cached_source, cached = self._perturbed_cache
+        if cached_source is harness and cached is not None:
+            return cached
+        source = harness
         for perturbation in self._perturbations:
             harness = perturbation(harness)
+        self._perturbed_cache = (source, harness)
         return harness
 
     def _bind(self, harness: Harness) -> None:

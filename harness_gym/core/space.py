@@ -160,9 +160,7 @@ class HarnessSpace:
         """
         k = len(self.factors)
         if not 1 <= strength <= k:
-            raise CoverageError(
-                f"strength must be between 1 and the number of factors ({k}), got {strength}"
-            )
+            raise CoverageError(f"strength must be between 1 and the number of factors ({k}), got {strength}")
         counts = [len(f.levels) for f in self.factors]
         bound = self.min_covering_size(strength)
         if max_points is not None and max_points < bound:
@@ -191,10 +189,12 @@ class HarnessSpace:
             seen = {tuple(r[c] for c in combo) for r in rows}
             for levels in itertools.product(*(range(len(self.factors[c].levels)) for c in combo)):
                 if levels not in seen:
-                    missing.append({
-                        self.factors[c].name: self.factors[c].level_names[lv]
-                        for c, lv in zip(combo, levels, strict=True)
-                    })
+                    missing.append(
+                        {
+                            self.factors[c].name: self.factors[c].level_names[lv]
+                            for c, lv in zip(combo, levels, strict=True)
+                        }
+                    )
         return missing
 
     # -- splits ------------------------------------------------------------------------------
@@ -214,9 +214,7 @@ class HarnessSpace:
             factor = self.factors[self.factor_names.index(name)]
             held[name] = {factor.index(level) for level in levels}
             if len(held[name]) == len(factor.levels):
-                raise HarnessSpecError(
-                    f"holding out every level of {name!r} leaves nothing to train on"
-                )
+                raise HarnessSpecError(f"holding out every level of {name!r} leaves nothing to train on")
         train = HarnessSpace(
             [
                 Factor(f.name, tuple(v for i, v in enumerate(f.levels) if i not in held.get(f.name, ())))
@@ -269,8 +267,11 @@ class HarnessSpace:
     def from_yaml(cls, source: str | Path) -> HarnessSpace:
         import yaml
 
-        text = Path(source).read_text() if isinstance(source, Path) or str(source).endswith(
-            (".yaml", ".yml")) else str(source)
+        text = (
+            Path(source).read_text()
+            if isinstance(source, Path) or str(source).endswith((".yaml", ".yml"))
+            else str(source)
+        )
         return cls.from_dict(yaml.safe_load(text) or {})
 
     def save(self, path: str | Path) -> None:
@@ -348,10 +349,13 @@ def _greedy_covering(counts: Sequence[int], t: int, rng: np.random.Generator) ->
                 gains = []
                 for lv in range(counts[i]):
                     row[i] = lv
-                    gains.append(sum(
-                        (c, tuple(row[j] for j in c)) in uncovered
-                        for c in by_factor[i] if all(row[j] is not None for j in c)
-                    ))
+                    gains.append(
+                        sum(
+                            (c, tuple(row[j] for j in c)) in uncovered
+                            for c in by_factor[i]
+                            if all(row[j] is not None for j in c)
+                        )
+                    )
                 top = max(gains)
                 choices = [lv for lv, g in enumerate(gains) if g == top]
                 row[i] = choices[int(rng.integers(len(choices)))]
