@@ -1,0 +1,38 @@
+"""Small, dependency-free interval estimates used across the analysis modules."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (good at 0% and 100%)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Mean and interval: Wilson for 0/1 values, a seeded percentile bootstrap otherwise."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(x.mean())
+    if np.isin(x, (0.0, 1.0)).all() and confidence == 0.95:
+        low, high = wilson(float(x.sum()), int(x.size))
+        return (mean, low, high)
+    if x.size == 1 or np.all(x == x[0]):
+        return (mean, mean, mean)
+    rng = np.random.default_rng(seed)
+    boot = x[rng.integers(0, x.size, size=(2000, x.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return (mean, float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha)))
