@@ -26,8 +26,8 @@ from harness_gym.core.task import Action, Task
 HarnessLike = Harness | str | Mapping[str, Any] | Path
 
 
-class _SearchTooBig(Exception):
-    pass
+class SearchTooBig(Exception):
+    """The exact search would expand more states than its limit."""
 
 
 @dataclass
@@ -66,7 +66,7 @@ def seed_ceiling(
     env.reset(seed=seed)
     try:
         return _search(env, node_limit), "exact"
-    except _SearchTooBig:
+    except SearchTooBig:
         return _oracle_return(env, seed), "oracle"
 
 
@@ -88,44 +88,60 @@ def ceiling(
     )
 
 
-def _search(env: HarnessEnv, node_limit: int) -> float:
-    task, bound = env.task, env.bound
-    memo: dict[tuple[str, int], float] = {}
-    nodes = 0
-    best_possible = float(task.max_return)
+class ValueSearch:
+    """Exact best return from the task's current state, through one bound harness.
 
-    def ordered(actions: list[Action]) -> list[Action]:
+    Depth-first over the legal actions the harness exposes, restoring state after each
+    branch and memoizing (state digest, steps left). Raises :class:`SearchTooBig` past
+    ``node_limit`` expanded states.
+    """
+
+    def __init__(self, env: HarnessEnv, node_limit: int = 2_000) -> None:
+        self.task, self.bound = env.task, env.bound
+        self.node_limit = node_limit
+        self.nodes = 0
+        self.memo: dict[tuple[str, int], float] = {}
+        self.best_possible = float(self.task.max_return)
+
+    def actions(self) -> list[Action]:
+        """Exposed legal actions, the oracle's first (so reachable success is found fast)."""
+        actions = [a for a in self.task.legal_actions() if self.bound.exposes(a)]
         try:
-            first = task.oracle()
-        except Exception:  # noqa: BLE001 - an oracle is a hint here, not a requirement
+            first = self.task.oracle()
+        except Exception:  # noqa: BLE001 - the oracle is only an ordering hint here
             return actions
         return sorted(actions, key=lambda a: a != first)
 
-    def best(steps_left: int) -> float:
-        nonlocal nodes
-        if steps_left == 0:
+    def q_value(self, action: Action, steps_left: int) -> float:
+        """Reward of ``action`` now plus the best return after it, with ``steps_left`` in all."""
+        if self.task.check(action) is not None:
             return 0.0
-        key = (task.digest(), steps_left)
-        if key in memo:
-            return memo[key]
-        nodes += 1
-        if nodes > node_limit:
-            raise _SearchTooBig
+        snapshot = self.task.snapshot()
+        result = self.task.step(action)
+        future = 0.0 if result.terminated else self.value(steps_left - 1)
+        self.task.restore(snapshot)
+        return float(result.reward) + future
+
+    def value(self, steps_left: int) -> float:
+        if steps_left <= 0:
+            return 0.0
+        key = (self.task.digest(), steps_left)
+        if key in self.memo:
+            return self.memo[key]
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            raise SearchTooBig
         value = 0.0
-        for action in ordered([a for a in task.legal_actions() if bound.exposes(a)]):
-            if task.check(action) is not None:
-                continue
-            snapshot = task.snapshot()
-            result = task.step(action)
-            future = 0.0 if result.terminated else best(steps_left - 1)
-            task.restore(snapshot)
-            value = max(value, float(result.reward) + future)
-            if value >= best_possible:
+        for action in self.actions():
+            value = max(value, self.q_value(action, steps_left))
+            if value >= self.best_possible:
                 break
-        memo[key] = value
+        self.memo[key] = value
         return value
 
-    return best(env.budget)
+
+def _search(env: HarnessEnv, node_limit: int) -> float:
+    return ValueSearch(env, node_limit).value(env.budget)
 
 
 def _oracle_return(env: HarnessEnv, seed: int) -> float:
