@@ -1,0 +1,100 @@
+"""Ceilings by exact search, and preference recovery against exact action values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness_gym import Harness, make_env
+from harness_gym.analysis.ceiling import ceiling, seed_ceiling
+from harness_gym.analysis.preferences import (
+    SoftOptimalPolicy,
+    UniformPolicy,
+    collect_states,
+    recover_preferences,
+    soft_optimal_log_probs,
+)
+from harness_gym.analysis.stats import mean_ci, wilson
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 4, 5])
+def test_click_checkboxes_ceiling_equals_the_hand_count(budget: int) -> None:
+    """Each wanted box takes one click and Submit one more: success iff that fits the budget."""
+    for seed in range(12):
+        env = make_env("ClickCheckboxes")
+        env.reset(seed=seed)
+        needed = len(env.task.wanted) + 1
+        value, method = seed_ceiling("ClickCheckboxes", Harness(step_budget=budget), seed)
+        assert method == "exact"
+        assert value == float(needed <= budget), (seed, needed, budget)
+
+
+def test_single_and_two_step_tasks() -> None:
+    assert ceiling("ClickButton", Harness(step_budget=1), range(10)).values == [1.0] * 10
+    assert ceiling("EnterText", Harness(step_budget=1), range(10)).values == [0.0] * 10
+    assert ceiling("EnterText", Harness(step_budget=2), range(10)).values == [1.0] * 10
+
+
+@pytest.mark.parametrize(
+    ("task", "tool"),
+    [("EnterText", "type"), ("LoginUser", "type"), ("ClickButton", "click"), ("ChooseList", "select")],
+)
+def test_dropping_a_needed_tool_lowers_the_ceiling(task: str, tool: str) -> None:
+    full = ceiling(task, "Json", range(10))
+    dropped = ceiling(task, Harness(drop_tools=(tool,)), range(10))
+    assert full.mean == 1.0 and full.exact
+    assert dropped.mean < full.mean
+    assert dropped.high < 1.0 or dropped.mean <= 0.5
+
+
+def test_presentation_does_not_move_the_ceiling() -> None:
+    for preset in ("Markdown", "Xml", "Yaml", "Html"):
+        assert ceiling("NavigateTree", preset, range(8)).mean == 1.0
+
+
+def test_interval_is_wilson_for_success_rates() -> None:
+    est = ceiling("ClickCheckboxes", Harness(step_budget=2), range(20))
+    k = sum(est.values)
+    assert (est.low, est.high) == pytest.approx(wilson(k, 20))
+    assert est.low <= est.mean <= est.high
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+    mean, low, high = mean_ci([0.5, 1.5, 1.0, 2.0])
+    assert low < mean < high
+
+
+def test_search_too_big_falls_back_to_the_oracle() -> None:
+    # Without the type tool success is out of reach, so the search must be exhaustive.
+    value, method = seed_ceiling("EnterText", Harness(drop_tools=("type",)), seed=1, node_limit=3)
+    assert (value, method) == (0.0, "oracle")
+    assert seed_ceiling("EnterText", Harness(drop_tools=("type",)), seed=1) == (0.0, "exact")
+
+
+def test_soft_optimal_policy_recovers_exact_preferences() -> None:
+    """The identity of DESIGN.md, checked on the exact KL-regularized optimum."""
+    beta = 0.3
+    states = collect_states("EnterText", Harness(step_budget=3), range(30))
+    assert len(states) > 10 and any(len(set(s.q)) > 1 for s in states)
+    reference = UniformPolicy()
+    recovered = recover_preferences(SoftOptimalPolicy(reference, states, beta), reference, states, beta)
+    np.testing.assert_allclose(recovered.implied, recovered.exact, atol=1e-9)
+    assert recovered.pearson == pytest.approx(1.0) and recovered.sign_agreement == 1.0
+
+
+def test_preferences_change_with_the_harness() -> None:
+    """An optimum under a tight budget disagrees with the action values of a loose one."""
+    beta = 0.3
+    tight = collect_states("EnterText", Harness(step_budget=2), range(40))
+    loose = collect_states("EnterText", Harness(step_budget=6), range(40))
+    reference = UniformPolicy()
+    tight_policy = SoftOptimalPolicy(reference, tight, beta)
+    shared = [s for s in loose if (s.observation, s.texts) in tight_policy._q]
+    assert len(shared) > 10
+    own = recover_preferences(tight_policy, reference, tight, beta)
+    other = recover_preferences(tight_policy, reference, shared, beta)
+    assert own.pearson > 0.99 and other.pearson < 0.8
+
+
+def test_soft_optimal_is_normalized() -> None:
+    logp = soft_optimal_log_probs(np.log([0.2, 0.3, 0.5]), np.array([1.0, 0.0, 0.0]), beta=0.5)
+    assert np.exp(logp).sum() == pytest.approx(1.0)
+    assert logp[0] - logp[1] - (np.log(0.2) - np.log(0.3)) == pytest.approx(2.0)
