@@ -198,9 +198,10 @@ class HarnessEnv(gym.Env[str, str]):
         bound = harness.bind(self.task.field_names, self.task.action_specs)
         self.harness, self.bound = harness, bound
         self.budget = harness.step_budget or self.task.max_steps
-        self._spec_items = tuple(
-            (k, tuple(v) if isinstance(v, list) else v) for k, v in harness.to_dict().items()
-        )
+        self._spec_dict = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()
+        }
+        self._spec_nested = [k for k, v in self._spec_dict.items() if isinstance(v, dict)]
         self._tools_json = json.dumps(bound.openai_tools)
 
     # -- helpers for agents, tests and analysis --------------------------------------------
@@ -241,11 +242,18 @@ class HarnessEnv(gym.Env[str, str]):
             text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
         return text
 
+    def _spec_copy(self) -> dict[str, Any]:
+        """A fresh copy of the spec per info (users keep infos; nothing may be shared)."""
+        spec = self._spec_dict.copy()
+        for key in self._spec_nested:
+            spec[key] = dict(spec[key])
+        return spec
+
     def _info(self) -> dict[str, Any]:
         return {
             "task_id": self.task.task_id,
             "harness_id": self.harness.id,
-            "harness": {k: dict(v) if isinstance(v, dict) else v for k, v in self._spec_items},
+            "harness": self._spec_copy(),
             "seed": self._seed,
             "step": self._steps,
             "budget": self.budget,

@@ -27,6 +27,16 @@ class Element:
     attrs: dict[str, str] = field(default_factory=dict)
     children: list[Element] = field(default_factory=list)
     visible: bool = True
+    parent: Element | None = field(default=None, repr=False, compare=False)
+
+    def shown(self) -> bool:
+        """Visible, and so are all its ancestors."""
+        node: Element | None = self
+        while node is not None:
+            if not node.visible:
+                return False
+            node = node.parent
+        return True
 
     def to_field(self) -> dict[str, Any]:
         """The element as JSON-like data; empty attributes are left out."""
@@ -63,7 +73,7 @@ class Page:
 
     def add(self, tag: str, text: str = "", parent: Element | None = None, **kw: Any) -> Element:
         """Create an element (ref assigned in build order) under ``parent`` or at the top."""
-        element = Element(self._next_ref, tag, text, **kw)
+        element = Element(self._next_ref, tag, text, parent=parent, **kw)
         self._next_ref += 1
         self._by_ref[element.ref] = element
         (parent.children if parent is not None else self.roots).append(element)
@@ -72,7 +82,7 @@ class Page:
     def get(self, ref: int) -> Element | None:
         """The element with this ref if it exists and it and all its ancestors are visible."""
         element = self._by_ref.get(ref)
-        if element is None or ref not in self._visible_refs():
+        if element is None or not element.shown():
             return None
         return element
 
@@ -88,9 +98,6 @@ class Page:
 
         visit(self.roots)
         return out
-
-    def _visible_refs(self) -> set[int]:
-        return {e.ref for e in self.visible()}
 
     def to_field(self) -> list[dict[str, Any]]:
         return [e.to_field() for e in self.roots if e.visible]

@@ -32,7 +32,7 @@ CITIES = (
 
 def pick(rng: np.random.Generator, items: tuple[str, ...] | list[str], k: int) -> list[str]:
     """``k`` distinct items, in a random order."""
-    index = rng.choice(len(items), size=k, replace=False)
+    index = rng.permutation(len(items))[:k]  # several times faster than choice(replace=False)
     return [items[int(i)] for i in index]
 
 
