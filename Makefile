@@ -1,5 +1,5 @@
 # harness-gym: two commands on a fresh machine.
-#   make demo   set up, then run the main job (evaluate agents across harnesses, print a report)
+#   make demo   set up, then run the main job: a small robustness sweep and its report
 #   make test   set up, then run the test suite (the default, fast suites)
 # Also: make test-slow (long training suites), make bench (benchmarks), make lint.
 
@@ -7,22 +7,25 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
-TORCH  := torch==2.13.0
-EXTRAS := test
+EXTRAS := test,analysis,rl,browser
 
-.PHONY: setup demo test test-slow bench lint system-deps clean
+.PHONY: setup system-deps demo test test-slow bench lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) system-deps
 
+system-deps:
+	@bash scripts/system-deps.sh
+
+# torch is pinned in the rl extra (torch==2.13.0): an unpinned torch pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/harness-gym eval --env all --agent oracle --agent random --episodes 20 --seed 0 \
-		--out runs/demo/episodes.jsonl
+	$(BIN)/harness-gym sweep --agent random --agent oracle --agent oracle@Json --tasks all \
+		--space default --subset balanced --seeds 5 --workers 2 --out runs/demo
+	$(BIN)/harness-gym report runs/demo
 
 test: setup
 	$(BIN)/ruff check .
@@ -33,6 +36,8 @@ test-slow: setup
 
 bench: setup
 	$(BIN)/python benchmarks/step_throughput.py
+	$(BIN)/python benchmarks/wrapper_overhead.py
+	$(BIN)/python benchmarks/sweep_throughput.py
 
 lint: setup
 	$(BIN)/ruff check .

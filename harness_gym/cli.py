@@ -19,6 +19,7 @@ from typing import TextIO, TypeVar
 import gymnasium as gym
 
 import harness_gym
+from harness_gym.analysis import cli_sweep
 from harness_gym.analysis.rollout import EpisodeResult, run_episode
 from harness_gym.baselines.agents import AGENTS, make_agent
 from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, Harness
@@ -289,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--verbose", "-v", action="store_true", help="print passing pairs too")
+    cli_sweep.add_sweep_arguments(sub.add_parser("sweep", help=cli_sweep.SWEEP_HELP))
+    cli_sweep.add_report_arguments(sub.add_parser("report", help=cli_sweep.REPORT_HELP))
     return parser
 
 
@@ -303,6 +306,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
         return cmd_eval(args, out)
     if args.command == "check":
         return cmd_check(args, out)
+    if args.command == "sweep":
+        return cli_sweep.run_sweep(args, out)
+    if args.command == "report":
+        return cli_sweep.run_report(args, out)
     raise AssertionError(args.command)
 
 

@@ -60,8 +60,10 @@ class PreferenceRecovery:
         return len(self.exact)
 
     def __str__(self) -> str:
-        return (f"{self.n_pairs} pairs: pearson={self.pearson:.3f} spearman={self.spearman:.3f} "
-                f"sign agreement={self.sign_agreement:.1%}")
+        return (
+            f"{self.n_pairs} pairs: pearson={self.pearson:.3f} spearman={self.spearman:.3f} "
+            f"sign agreement={self.sign_agreement:.1%}"
+        )
 
 
 def collect_states(
@@ -106,9 +108,11 @@ def collect_states(
         search = ValueSearch(env, node_limit)
         steps_left = env.budget - info["step"]
         q = np.array([search.q_value(a, steps_left) for a in actions])
-        records.append(StateRecord(
-            seed, tuple(prefix), obs, tuple(actions), tuple(env.format_action(a) for a in actions), q
-        ))
+        records.append(
+            StateRecord(
+                seed, tuple(prefix), obs, tuple(actions), tuple(env.format_action(a) for a in actions), q
+            )
+        )
     return records
 
 
@@ -124,8 +128,9 @@ def implied_differences(
     """(implied, exact) Q differences for every unordered action pair of every state."""
     implied, exact = [], []
     for state in states:
-        log_ratio = (np.asarray(policy.log_probs(state.observation, state.texts))
-                     - np.asarray(reference.log_probs(state.observation, state.texts)))
+        log_ratio = np.asarray(policy.log_probs(state.observation, state.texts)) - np.asarray(
+            reference.log_probs(state.observation, state.texts)
+        )
         i, j = np.triu_indices(len(state.texts), k=1)
         implied.append(beta * (log_ratio[i] - log_ratio[j]))
         exact.append(state.q[i] - state.q[j])
@@ -140,8 +145,11 @@ def recover_preferences(
     """Correlate the policy's implied action-value differences with the exact ones."""
     implied, exact = implied_differences(policy, reference, states, beta)
     informative = exact != 0
-    agree = float(np.mean(np.sign(implied[informative]) == np.sign(exact[informative]))) \
-        if informative.any() else float("nan")
+    agree = (
+        float(np.mean(np.sign(implied[informative]) == np.sign(exact[informative])))
+        if informative.any()
+        else float("nan")
+    )
     return PreferenceRecovery(implied, exact, _pearson(implied, exact), _spearman(implied, exact), agree)
 
 

@@ -1,0 +1,668 @@
+"""Sweep reports: a Markdown and a self-contained HTML summary with PNG plots.
+
+:func:`build_report` reads a sweep folder (:mod:`harness_gym.analysis.sweep`) and writes, to
+``DIR/report/`` by default:
+
+* ``success_heatmap.png``: success rate per task (rows) and harness factor level (columns);
+* ``marginal_effects.png``: each factor level's success minus the agent's mean, with 95% intervals;
+* ``variance.png``: how much of the variance in success is task, harness, task x harness, seed
+  (the task instance) and the rest: a sums-of-squares decomposition;
+* ``ceiling_vs_deployed.png``: per task, the ceiling and each agent's deployed return;
+* ``harness_spread.png``: per task, the worst, mean and best harness's success rate;
+* ``report.md`` (images as relative files), ``report.html`` (images embedded as data URIs, so
+  the one file can be mailed or moved), and CSV tables (``mismatch.csv``,
+  ``marginal_effects.csv``, ``variance.csv``, ``worst_harness.csv``).
+
+Crashed cells (rows with an ``error``) are left out of every statistic and listed at the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_gym.analysis.stats import wilson
+
+PLOTS = (
+    "success_heatmap.png",
+    "marginal_effects.png",
+    "variance.png",
+    "ceiling_vs_deployed.png",
+    "harness_spread.png",
+)
+COMPONENTS = ("task", "harness", "task x harness", "seed (within task)", "residual")
+
+
+# -- statistics --------------------------------------------------------------------------------
+
+
+def _ok(rows: Any) -> Any:
+    ok = rows[rows["error"].isna()].copy()
+    ok["success"] = ok["success"].astype(float)
+    ok["episode_return"] = ok["episode_return"].astype(float)
+    return ok
+
+
+def marginal_effects(rows: Any, factors: Sequence[str]) -> Any:
+    """Per agent, factor and level: success rate with a Wilson interval, and the effect
+    (level rate minus the agent's overall rate, in the same units) with its interval."""
+    import pandas as pd
+
+    ok = _ok(rows)
+    records = []
+    for agent, group in ok.groupby("agent", sort=False):
+        grand = float(group["success"].mean())
+        for factor in factors:
+            column = f"level_{factor}"
+            if column not in group:
+                continue
+            for level, cell in group.groupby(column, sort=False):
+                n, k = len(cell), float(cell["success"].sum())
+                low, high = wilson(k, n)
+                records.append(
+                    {
+                        "agent": agent,
+                        "factor": factor,
+                        "level": level,
+                        "n": n,
+                        "success": k / n,
+                        "success_low": low,
+                        "success_high": high,
+                        "effect": k / n - grand,
+                        "effect_low": low - grand,
+                        "effect_high": high - grand,
+                    }
+                )
+    columns = ["agent", "factor", "level", "n", "success", "success_low", "success_high"]
+    return pd.DataFrame.from_records(records, columns=[*columns, "effect", "effect_low", "effect_high"])
+
+
+def variance_decomposition(rows: Any, value: str = "success") -> Any:
+    """Sums of squares of ``value`` per agent: task, harness, task x harness, seed within task
+    (the task instance), and the residual (harness x instance), with their shares of the total.
+
+    For a complete sweep (every task x harness x seed cell present) the parts add up to the
+    total exactly; with missing cells (crashes) they are an approximation, clipped at zero.
+    """
+    import pandas as pd
+
+    ok = _ok(rows)
+    records = []
+    for agent, g in ok.groupby("agent", sort=False):
+        y = g[value].astype(float)
+        grand = y.mean()
+        total = float(((y - grand) ** 2).sum())
+        m_task = g.groupby("task_id")[value].transform("mean")
+        m_harness = g.groupby("harness_id")[value].transform("mean")
+        m_th = g.groupby(["task_id", "harness_id"])[value].transform("mean")
+        m_ts = g.groupby(["task_id", "seed"])[value].transform("mean")
+        parts = {
+            "task": float(((m_task - grand) ** 2).sum()),
+            "harness": float(((m_harness - grand) ** 2).sum()),
+            "task x harness": float(((m_th - m_task - m_harness + grand) ** 2).sum()),
+            "seed (within task)": float(((m_ts - m_task) ** 2).sum()),
+        }
+        parts["residual"] = max(0.0, total - sum(parts.values()))
+        for name in COMPONENTS:
+            records.append(
+                {
+                    "agent": agent,
+                    "component": name,
+                    "sum_sq": parts[name],
+                    "share": parts[name] / total if total > 0 else math.nan,
+                }
+            )
+    return pd.DataFrame.from_records(records, columns=["agent", "component", "sum_sq", "share"])
+
+
+def worst_harness(rows: Any) -> Any:
+    """Per agent and task: the worst harness (lowest success, then return), the mean over
+    harnesses, and the best harness."""
+    import pandas as pd
+
+    ok = _ok(rows)
+    records = []
+    per = (
+        ok.groupby(["agent", "task_id", "harness_name", "harness_id"], sort=False)
+        .agg(success=("success", "mean"), ret=("episode_return", "mean"), n=("success", "size"))
+        .reset_index()
+    )
+    for (agent, task), g in per.groupby(["agent", "task_id"], sort=False):
+        ordered = g.sort_values(["success", "ret", "harness_name"], kind="stable")
+        worst, best = ordered.iloc[0], ordered.iloc[-1]
+        records.append(
+            {
+                "agent": agent,
+                "task_id": task,
+                "worst_harness": worst["harness_name"],
+                "worst_harness_id": worst["harness_id"],
+                "worst_success": worst["success"],
+                "mean_success": g["success"].mean(),
+                "best_harness": best["harness_name"],
+                "best_success": best["success"],
+                "spread": best["success"] - worst["success"],
+                "episodes_per_harness": int(worst["n"]),
+            }
+        )
+    return pd.DataFrame.from_records(
+        records,
+        columns=[
+            "agent",
+            "task_id",
+            "worst_harness",
+            "worst_harness_id",
+            "worst_success",
+            "mean_success",
+            "best_harness",
+            "best_success",
+            "spread",
+            "episodes_per_harness",
+        ],
+    )
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(
+        figsize=(max(4.0, min(width, 40.0)), max(2.5, min(height, 40.0))), dpi=100, layout="constrained"
+    )
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, format="png")
+    return path
+
+
+def _empty(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def plot_heatmap(
+    rows: Any,
+    factors: Sequence[str],
+    agents: Sequence[str],
+    path: Path,
+    levels: dict[str, list[str]] | None = None,
+) -> Path:
+    """Success rate, task x (factor = level), one panel per agent."""
+    import numpy as np
+
+    ok = _ok(rows)
+    levels = levels or {f: _levels(rows, f) for f in factors}
+    tasks = sorted(ok["task_id"].unique()) or ["(none)"]
+    columns = [(f, lv) for f in factors for lv in levels.get(f, [])]
+    fig = _figure(3.5 + 0.28 * len(columns), 1.6 + len(agents) * (0.6 + 0.26 * len(tasks)))
+    axes = fig.subplots(len(agents), 1, squeeze=False, sharex=True)[:, 0]
+    annotate = len(agents) * len(tasks) * len(columns) <= 600
+    image = None
+    for ax, agent in zip(axes, agents):
+        g = ok[ok["agent"] == agent]
+        if g.empty or not columns:
+            _empty(ax, f"{agent}: no finished episodes")
+            continue
+        grid = np.full((len(tasks), len(columns)), np.nan)
+        for j, (f, lv) in enumerate(columns):
+            rates = g[g[f"level_{f}"] == lv].groupby("task_id")["success"].mean()
+            for i, task in enumerate(tasks):
+                if task in rates.index:
+                    grid[i, j] = rates[task]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", interpolation="nearest")
+        ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
+        ax.set_title(f"success rate: {agent}", fontsize=9)
+        edges = np.cumsum([len(levels.get(f, [])) for f in factors])[:-1]
+        for x in edges:
+            ax.axvline(x - 0.5, color="white", linewidth=1.5)
+        if annotate:
+            for (i, j), v in np.ndenumerate(grid):
+                if v == v:
+                    color = "black" if v > 0.6 else "white"
+                    ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=5, color=color)
+    axes[-1].set_xticks(range(len(columns)), [f"{f}={lv}" for f, lv in columns], rotation=90, fontsize=6)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), shrink=0.6, label="success rate")
+    return _save(fig, path)
+
+
+def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence[str], path: Path) -> Path:
+    """Level success minus the agent's mean success (percentage points), 95% intervals."""
+    labels = list(dict.fromkeys(zip(effects["factor"], effects["level"]))) if len(effects) else []
+    order = {f: i for i, f in enumerate(factors)}
+    labels.sort(key=lambda fl: order.get(fl[0], 0))
+    fig = _figure(3 + 0.3 * len(labels), 4.2)
+    ax = fig.subplots()
+    if not labels:
+        _empty(ax, "no finished episodes")
+        return _save(fig, path)
+    x_of = {fl: i for i, fl in enumerate(labels)}
+    width = 0.7 / max(1, len(agents))
+    markers = "osD^v<>p*h"
+    for k, agent in enumerate(agents):
+        e = effects[effects["agent"] == agent]
+        xs = [x_of[(f, lv)] - 0.35 + width * (k + 0.5) for f, lv in zip(e["factor"], e["level"])]
+        y = 100 * e["effect"].to_numpy()
+        err = [
+            100 * (e["effect"] - e["effect_low"]).to_numpy(),
+            100 * (e["effect_high"] - e["effect"]).to_numpy(),
+        ]
+        ax.errorbar(
+            xs,
+            y,
+            yerr=err,
+            fmt=markers[k % len(markers)],
+            markersize=4,
+            capsize=2,
+            linewidth=0.8,
+            label=agent,
+        )
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xticks(range(len(labels)), [f"{f}={lv}" for f, lv in labels], rotation=90, fontsize=6)
+    factor_of = [f for f, _ in labels]
+    for i in range(1, len(labels)):
+        if factor_of[i] != factor_of[i - 1]:
+            ax.axvline(i - 0.5, color="lightgrey", linewidth=0.8)
+    ax.set_ylabel("success vs the agent's mean (pp)")
+    ax.set_title("marginal effect of each harness factor level (95% intervals)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
+def plot_variance(variance: Any, agents: Sequence[str], path: Path) -> Path:
+    """Stacked shares of the sum of squares of success, one bar per agent."""
+    import numpy as np
+
+    fig = _figure(7, 1.8 + 0.45 * len(agents))
+    ax = fig.subplots()
+    colors = ["#4C72B0", "#DD8452", "#C44E52", "#55A868", "#BBBBBB"]
+    left = np.zeros(len(agents))
+    for comp, color in zip(COMPONENTS, colors):
+        shares = []
+        for agent in agents:
+            v = variance[(variance["agent"] == agent) & (variance["component"] == comp)]["share"]
+            shares.append(float(v.iloc[0]) if len(v) and v.iloc[0] == v.iloc[0] else 0.0)
+        ax.barh(range(len(agents)), shares, left=left, color=color, label=comp)
+        left += np.asarray(shares)
+    for i in range(len(agents)):
+        if left[i] == 0:
+            ax.text(0.01, i, "no variance in success", va="center", fontsize=7)
+    ax.set_yticks(range(len(agents)), list(agents), fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of the variance in success")
+    ax.set_title("where the variance in success comes from", fontsize=9)
+    fig.legend(fontsize=7, ncol=5, loc="outside lower center", frameon=False)
+    return _save(fig, path)
+
+
+def plot_ceiling_vs_deployed(by_task: Any, agents: Sequence[str], path: Path) -> Path:
+    """Per task: mean ceiling and each agent's deployed return, with 95% intervals."""
+    import numpy as np
+
+    tasks = list(dict.fromkeys(by_task["task_id"])) if len(by_task) else []
+    fig = _figure(5 + 0.15 * len(tasks) * (1 + len(agents)), 4.5)
+    ax = fig.subplots()
+    if not tasks:
+        _empty(ax, "no finished episodes")
+        return _save(fig, path)
+    series: list[tuple[str, Any]] = []
+    ceil = by_task.groupby("task_id", sort=False)[["ceiling", "ceiling_low", "ceiling_high"]].first()
+    if ceil["ceiling"].notna().any():
+        series.append(("ceiling", ceil.reindex(tasks).rename(columns=lambda c: c.replace("ceiling", "v"))))
+    for agent in agents:
+        d = by_task[by_task["agent"] == agent].set_index("task_id")[
+            ["deployed", "deployed_low", "deployed_high"]
+        ]
+        series.append(
+            (f"deployed: {agent}", d.reindex(tasks).rename(columns=lambda c: c.replace("deployed", "v")))
+        )
+    width = 0.8 / len(series)
+    x = np.arange(len(tasks))
+    for k, (label, d) in enumerate(series):
+        v = d["v"].to_numpy(dtype=float)
+        err = [
+            np.nan_to_num(v - d["v_low"].to_numpy(dtype=float)),
+            np.nan_to_num(d["v_high"].to_numpy(dtype=float) - v),
+        ]
+        ax.bar(
+            x - 0.4 + width * (k + 0.5),
+            np.nan_to_num(v),
+            width,
+            yerr=err,
+            capsize=2,
+            label=label,
+            color="#999999" if label == "ceiling" else None,
+            error_kw={"linewidth": 0.8},
+        )
+    ax.set_xticks(x, tasks, rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("mean return")
+    ax.set_title("ceiling vs deployed return per task (the gap is the mismatch)", fontsize=9)
+    fig.legend(fontsize=7, loc="outside lower center", ncol=min(4, len(series)), frameon=False)
+    return _save(fig, path)
+
+
+def plot_harness_spread(worst: Any, agents: Sequence[str], path: Path) -> Path:
+    """Per task: the worst and best harness's success rate (a bar) and the mean (a dot)."""
+    import numpy as np
+
+    tasks = list(dict.fromkeys(worst["task_id"])) if len(worst) else []
+    fig = _figure(5 + 0.15 * len(tasks) * max(1, len(agents)), 4.5)
+    ax = fig.subplots()
+    if not tasks:
+        _empty(ax, "no finished episodes")
+        return _save(fig, path)
+    width = 0.8 / max(1, len(agents))
+    x = np.arange(len(tasks))
+    for k, agent in enumerate(agents):
+        w = worst[worst["agent"] == agent].set_index("task_id").reindex(tasks)
+        lo, hi = w["worst_success"].to_numpy(dtype=float), w["best_success"].to_numpy(dtype=float)
+        xs = x - 0.4 + width * (k + 0.5)
+        bars = ax.bar(
+            xs, np.nan_to_num(hi - lo), width * 0.9, bottom=np.nan_to_num(lo), alpha=0.6, label=agent
+        )
+        ax.plot(
+            xs,
+            w["mean_success"].to_numpy(dtype=float),
+            "o",
+            markersize=3,
+            color=bars.patches[0].get_facecolor(),
+            markeredgecolor="black",
+            markeredgewidth=0.5,
+        )
+    ax.set_xticks(x, tasks, rotation=45, ha="right", fontsize=7)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("success rate")
+    ax.set_title("per task: worst to best harness (bar) and the mean over harnesses (dot)", fontsize=9)
+    fig.legend(fontsize=7, loc="outside lower center", ncol=min(4, len(agents)), frameon=False)
+    return _save(fig, path)
+
+
+def _levels(rows: Any, factor: str, meta: dict[str, Any] | None = None) -> list[str]:
+    """A factor's level names in the space's order (else in order of appearance)."""
+    from harness_gym.core.space import level_name
+
+    column = f"level_{factor}"
+    seen = list(dict.fromkeys(rows[column].dropna())) if column in rows else []
+    space = (meta or {}).get("space")
+    if isinstance(space, dict) and factor in space.get("factors", {}):
+        ordered = [level_name(v) for v in space["factors"][factor]]
+        return [lv for lv in ordered if lv in seen] + [lv for lv in seen if lv not in ordered]
+    return seen
+
+
+# -- documents ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Section:
+    """One part of the report: a heading, text, an optional plot and tables."""
+
+    title: str
+    text: list[str] = field(default_factory=list)
+    image: str | None = None
+    tables: list[tuple[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The files a report wrote."""
+
+    out_dir: Path
+    markdown: Path
+    html: Path
+    plots: dict[str, Path]
+    tables: dict[str, Path]
+
+
+def build_report(
+    sweep_dir: str | Path, out_dir: str | Path | None = None, title: str | None = None
+) -> Report:
+    """Write the Markdown and HTML report of a sweep folder (default into ``sweep_dir/report``)."""
+    from harness_gym.analysis.mismatch import mismatch_table, side_by_side
+    from harness_gym.analysis.sweep import load_rows, read_meta
+
+    sweep_dir = Path(sweep_dir)
+    meta = read_meta(sweep_dir)
+    rows = load_rows(sweep_dir)
+    out = Path(out_dir) if out_dir is not None else sweep_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    factors = [f for f in meta.get("factors", []) if f"level_{f}" in rows]
+    agents = list(dict.fromkeys(meta.get("agents", []))) or list(dict.fromkeys(rows["agent"]))
+    errors = rows[rows["error"].notna()]
+
+    by_cell = mismatch_table(rows)
+    by_task = mismatch_table(rows, by=("agent", "task_id"))
+    by_agent = mismatch_table(rows, by=("agent",))
+    effects = marginal_effects(rows, factors)
+    variance = variance_decomposition(rows)
+    worst = worst_harness(rows)
+    tables = {
+        "mismatch.csv": by_cell,
+        "mismatch_by_task.csv": by_task,
+        "marginal_effects.csv": effects,
+        "variance.csv": variance,
+        "worst_harness.csv": worst,
+    }
+    table_paths = {}
+    for name, table in tables.items():
+        table.to_csv(out / name, index=False)
+        table_paths[name] = out / name
+
+    plots = {
+        "success_heatmap.png": plot_heatmap(
+            rows, factors, agents, out / "success_heatmap.png", {f: _levels(rows, f, meta) for f in factors}
+        ),
+        "marginal_effects.png": plot_marginal_effects(effects, factors, agents, out / "marginal_effects.png"),
+        "variance.png": plot_variance(variance, agents, out / "variance.png"),
+        "ceiling_vs_deployed.png": plot_ceiling_vs_deployed(by_task, agents, out / "ceiling_vs_deployed.png"),
+        "harness_spread.png": plot_harness_spread(worst, agents, out / "harness_spread.png"),
+    }
+
+    has_ceiling = bool(rows["ceiling"].notna().any())
+    n_seeds = len(meta.get("seeds", []))
+    summary = (
+        f"Sweep `{meta['sweep_id']}`: agents {', '.join(f'`{a}`' for a in agents)}; "
+        f"{len(meta.get('tasks', []))} task(s); {len(meta.get('harnesses', []))} harness(es) "
+        f"(`{meta.get('subset')}` of {_space_name(meta.get('space'))}); {n_seeds} seed(s); "
+        f"{len(rows):,} of {meta.get('n_cells', len(rows)):,} cells finished, {len(errors)} crashed."
+    )
+    sections = [
+        Section(
+            "Overall",
+            [summary, "Means with 95% intervals (Wilson for success rates, bootstrap otherwise)."],
+            tables=[("", _pretty(side_by_side(by_agent)))],
+        ),
+        Section(
+            "Success by task and harness factor level",
+            [
+                "Each cell is the success rate of the episodes whose harness takes that level "
+                "(over the other factors' levels in the sweep and over seeds)."
+            ],
+            image="success_heatmap.png",
+        ),
+        Section(
+            "Marginal effect of each factor level",
+            [
+                "Success rate at a level minus the agent's overall success rate, in percentage points, "
+                "with 95% intervals. A factor whose levels all sit at zero does not matter to that agent."
+            ],
+            image="marginal_effects.png",
+            tables=[("Largest effects", _pretty(_top_effects(effects)))],
+        ),
+        Section(
+            "Where the variance comes from",
+            [
+                "Sums of squares of success per agent: task, harness, their interaction, the seed "
+                "(the task instance), and the residual (harness x instance). A large harness share "
+                "means the harness, not the task, decides success."
+            ],
+            image="variance.png",
+            tables=[("", _pretty(_variance_wide(variance)))],
+        ),
+        Section(
+            "Ceiling vs deployed return",
+            [
+                "Ceiling: the best return any policy reaches through the harness (exact search). "
+                "Deployed: the agent's return. Mismatch = ceiling - deployed, paired per seed. "
+                "Per (task, harness) rows are in `mismatch.csv`."
+                if has_ceiling
+                else "Ceilings were not computed (the sweep ran without them); only deployed returns."
+            ],
+            image="ceiling_vs_deployed.png",
+            tables=[("", _pretty(side_by_side(by_task)))],
+        ),
+        Section(
+            "Worst harness per task",
+            [
+                "The harness with the lowest success rate for each task and agent, next to the mean and "
+                "the best; spread = best - worst (0: every harness did equally well, the names are ties)."
+            ],
+            image="harness_spread.png",
+            tables=[
+                ("", _pretty(worst.drop(columns=["worst_harness_id"]))),
+                ("Harnesses", _harness_table(meta)),
+            ],
+        ),
+    ]
+    if len(errors):
+        shown = errors[["index", "agent", "task_id", "harness_name", "seed", "error"]].head(20)
+        sections.append(
+            Section(
+                "Crashed cells",
+                [f"{len(errors)} cell(s) recorded an error and are left out of every statistic (first 20)."],
+                tables=[("", shown)],
+            )
+        )
+    title = title or "harness-gym sweep report"
+    md_path, html_path = out / "report.md", out / "report.html"
+    md_path.write_text(_markdown(title, sections))
+    html_path.write_text(_html(title, sections, out))
+    return Report(out, md_path, html_path, plots, table_paths)
+
+
+def _space_name(space: Any) -> str:
+    if isinstance(space, str):
+        return f"`{space}`"
+    return f"a {len((space or {}).get('factors', {}))}-factor space"
+
+
+def _top_effects(effects: Any, n: int = 10) -> Any:
+    if not len(effects):
+        return effects
+    e = (
+        effects.assign(size=effects["effect"].abs())
+        .sort_values("size", ascending=False, kind="stable")
+        .head(n)
+    )
+    out = e[["agent", "factor", "level", "n"]].copy()
+    out["success"] = [
+        f"{s:.2f} [{lo:.2f}, {hi:.2f}]" for s, lo, hi in zip(e.success, e.success_low, e.success_high)
+    ]
+    out["effect (pp)"] = [
+        f"{100 * s:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+        for s, lo, hi in zip(e.effect, e.effect_low, e.effect_high)
+    ]
+    return out
+
+
+def _variance_wide(variance: Any) -> Any:
+    if not len(variance):
+        return variance
+    wide = variance.pivot(index="agent", columns="component", values="share")
+    wide = wide.reindex(columns=list(COMPONENTS)).reset_index()
+    return wide
+
+
+def _harness_table(meta: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    specs = meta.get("harness_specs", [])
+    return pd.DataFrame.from_records(
+        [{"harness": h["name"], "id": h["id"], **h.get("levels", {})} for h in specs]
+    )
+
+
+def _pretty(df: Any) -> Any:
+    out = df.copy()
+    for column in out.columns:
+        if out[column].dtype.kind == "f":
+            out[column] = [("-" if v != v else f"{v:.2f}") for v in out[column]]
+    return out
+
+
+def _md_table(df: Any) -> str:
+    if not len(df):
+        return "_(none)_\n"
+    cells = [[str(c) for c in df.columns]] + [
+        [_md_cell(v) for v in row] for row in df.itertuples(index=False)
+    ]
+    lines = ["| " + " | ".join(cells[0]) + " |", "|" + "|".join("---" for _ in cells[0]) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(value: Any) -> str:
+    text = "-" if value is None or (isinstance(value, float) and value != value) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(title: str, sections: Sequence[Section]) -> str:
+    parts = [f"# {title}\n"]
+    for s in sections:
+        parts.append(f"## {s.title}\n")
+        parts.extend(t + "\n" for t in s.text)
+        if s.image:
+            parts.append(f"![{s.title}]({s.image})\n")
+        for caption, table in s.tables:
+            if caption:
+                parts.append(f"**{caption}**\n")
+            parts.append(_md_table(table))
+    return "\n".join(parts)
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+img { max-width: 100%; height: auto; display: block; margin: 1em 0; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: left; }
+th { background: #f4f4f4; } code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+
+
+def _inline(text: str) -> str:
+    """Escape text and turn `code` spans into <code>."""
+    pieces = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))
+
+
+def _html(title: str, sections: Sequence[Section], out: Path) -> str:
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for s in sections:
+        body.append(f"<h2>{html.escape(s.title)}</h2>")
+        body.extend(f"<p>{_inline(t)}</p>" for t in s.text)
+        if s.image:
+            data = base64.b64encode((out / s.image).read_bytes()).decode("ascii")
+            body.append(f'<img alt="{html.escape(s.title)}" src="data:image/png;base64,{data}">')
+        for caption, table in s.tables:
+            if caption:
+                body.append(f"<p><strong>{html.escape(caption)}</strong></p>")
+            body.append(
+                table.to_html(index=False, na_rep="-", border=0, escape=True)
+                if len(table)
+                else "<p>(none)</p>"
+            )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )

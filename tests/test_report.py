@@ -1,0 +1,223 @@
+"""Sweep reports: statistics on known data, every plot a valid PNG, the HTML shown in Chromium."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from harness_gym.analysis import cli_sweep
+from harness_gym.analysis.report import (
+    COMPONENTS,
+    PLOTS,
+    build_report,
+    marginal_effects,
+    variance_decomposition,
+    worst_harness,
+)
+from harness_gym.analysis.sweep import SweepError, SweepSpec, run_sweep
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+pytest.importorskip("matplotlib")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CRASHING_AGENT = """
+from harness_gym.baselines.agents import RandomAgent
+
+
+class Crash(RandomAgent):
+    def reset(self, seed=None):
+        if seed == 2:
+            raise RuntimeError("no episode for seed 2")
+        super().reset(seed)
+
+
+def make(env):
+    return Crash()
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A tiny sweep (one agent crashing on one seed) and its report."""
+    root = tmp_path_factory.mktemp("report")
+    agent = root / "crash_agent.py"
+    agent.write_text(CRASHING_AGENT)
+    spec = SweepSpec.build(
+        ["random", "oracle@Json", f"{agent}:make"],
+        tasks=["ClickButton", "EnterText"],
+        subset="balanced:4",
+        seeds=3,
+    )
+    run_sweep(spec, root / "sweep", workers=0, progress=False)
+    return build_report(root / "sweep")
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_every_plot_is_a_valid_non_empty_png(report) -> None:  # noqa: ANN001
+    from PIL import Image
+
+    assert set(report.plots) == set(PLOTS)
+    for name in PLOTS:
+        path = report.out_dir / name
+        assert path.is_file() and path.stat().st_size > 2_000, name
+        width, height = png_size(path)
+        assert width > 100 and height > 100, name
+        with Image.open(path) as image:
+            image.verify()
+        with Image.open(path) as image:
+            assert image.convert("L").getextrema()[0] < 200, f"{name} looks blank"
+
+
+def test_markdown_and_html_show_every_plot_and_table(report) -> None:  # noqa: ANN001
+    markdown = report.markdown.read_text()
+    html = report.html.read_text()
+    for name in PLOTS:
+        assert f"]({name})" in markdown
+    assert html.count('src="data:image/png;base64,') == len(PLOTS)
+    for heading in (
+        "Overall",
+        "Marginal effect",
+        "variance",
+        "Ceiling vs deployed",
+        "Worst harness",
+        "Crashed",
+    ):
+        assert heading in markdown and heading in html
+    assert "no episode for seed 2" in markdown
+    for name in ("mismatch.csv", "marginal_effects.csv", "variance.csv", "worst_harness.csv"):
+        assert (report.out_dir / name).stat().st_size > 0
+    table = pd.read_csv(report.out_dir / "mismatch.csv")
+    crashed = table[table["agent"].str.endswith(":make")]
+    assert (crashed["errors"] == 1).all() and (crashed["n"] == 2).all()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian chromium at /usr/bin/chromium")
+def test_html_report_shows_every_plot_in_chromium(report, tmp_path: Path) -> None:  # noqa: ANN001
+    sync_api = pytest.importorskip("playwright.sync_api")
+    moved = tmp_path / "moved.html"  # self-contained: it works away from its PNG files
+    shutil.copy(report.html, moved)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(moved.as_uri(), wait_until="load")
+            images = page.eval_on_selector_all(
+                "img", "els => els.map(e => [e.alt, e.complete, e.naturalWidth, e.naturalHeight])"
+            )
+            tables = page.eval_on_selector_all("table", "els => els.length")
+        finally:
+            browser.close()
+    assert len(images) == len(PLOTS)
+    for alt, complete, width, height in images:
+        assert complete and width > 0 and height > 0, f"broken image: {alt}"
+    assert tables >= 5
+
+
+def test_cli_report(report, tmp_path: Path) -> None:  # noqa: ANN001
+    out = io.StringIO()
+    sweep_dir = report.out_dir.parent
+    assert (
+        cli_sweep.main(["report", str(sweep_dir), "--out", str(tmp_path / "r"), "--title", "T"], out=out) == 0
+    )
+    assert "wrote" in out.getvalue() and (tmp_path / "r" / "report.html").exists()
+    assert (tmp_path / "r" / "report.md").read_text().startswith("# T\n")
+    with pytest.raises(SystemExit, match="^error: .* is not a sweep folder"):
+        cli_sweep.main(["report", str(tmp_path / "nothing")])
+    with pytest.raises(SweepError):
+        build_report(tmp_path / "nothing")
+
+
+def test_report_without_ceilings(tmp_path: Path) -> None:
+    spec = SweepSpec.build("oracle", tasks=["ClickButton"], subset="balanced:2", seeds=2, ceiling=False)
+    run_sweep(spec, tmp_path, workers=0, progress=False)
+    built = build_report(tmp_path)
+    assert "Ceilings were not computed" in built.markdown.read_text()
+    for name in PLOTS:
+        png_size(built.out_dir / name)
+
+
+# -- statistics on data with a known answer ----------------------------------------------------
+
+
+def synthetic(success) -> pd.DataFrame:  # noqa: ANN001
+    """A complete task x harness x seed grid; ``success(task, harness, seed)`` gives each cell."""
+    rows = []
+    for t, h, s in itertools.product(range(4), range(4), range(4)):
+        ok = bool(success(t, h, s))
+        rows.append(
+            {
+                "agent": "a",
+                "task_id": f"T{t}",
+                "harness_name": f"h{h}",
+                "harness_id": f"id{h}",
+                "seed": s,
+                "success": ok,
+                "episode_return": float(ok),
+                "error": None,
+                "level_style": "x" if h < 2 else "y",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("success", "component"),
+    [
+        (lambda t, h, s: h % 2, "harness"),
+        (lambda t, h, s: t == 0, "task"),
+        (lambda t, h, s: (t + h) % 2, "task x harness"),
+        (lambda t, h, s: (t + s) % 2, "seed (within task)"),
+    ],
+)
+def test_variance_decomposition_finds_the_source(success, component: str) -> None:  # noqa: ANN001
+    table = variance_decomposition(synthetic(success)).set_index("component")
+    assert list(table.index) == list(COMPONENTS)
+    assert table.loc[component, "share"] == pytest.approx(1.0)
+    assert table["share"].sum() == pytest.approx(1.0)
+
+
+def test_variance_decomposition_adds_up() -> None:
+    rows = synthetic(lambda t, h, s: (t * 7 + h * 3 + s * 5 + t * h * s) % 4 == 0)
+    table = variance_decomposition(rows)
+    total = ((rows["success"] - rows["success"].mean()) ** 2).sum()
+    assert table["sum_sq"].sum() == pytest.approx(total)
+    assert (table["share"] > 0).sum() >= 3
+
+
+def test_marginal_effects_and_worst_harness() -> None:
+    rows = synthetic(lambda t, h, s: h >= 2 or (h == 1 and s < 2))  # style y always succeeds
+    effects = marginal_effects(rows, ["style"]).set_index("level")
+    grand = rows["success"].mean()
+    assert effects.loc["y", "success"] == 1.0 and effects.loc["x", "success"] == pytest.approx(0.25)
+    assert effects.loc["y", "effect"] == pytest.approx(1.0 - grand)
+    for level in "xy":
+        assert (
+            effects.loc[level, "effect_low"]
+            <= effects.loc[level, "effect"]
+            <= effects.loc[level, "effect_high"]
+        )
+    worst = worst_harness(rows)
+    assert list(worst["worst_harness"]) == ["h0"] * 4
+    assert list(worst["best_success"]) == [1.0] * 4 and list(worst["worst_success"]) == [0.0] * 4
