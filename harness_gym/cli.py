@@ -21,6 +21,7 @@ import gymnasium as gym
 import harness_gym
 from harness_gym.analysis import cli_sweep
 from harness_gym.analysis.rollout import EpisodeResult, run_episode
+from harness_gym.baselines import cli_train
 from harness_gym.baselines.agents import AGENTS, make_agent
 from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, Harness
 from harness_gym.core.presets import PRESETS
@@ -281,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
     p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
+    cli_train.add_model_eval_arguments(p)
+    cli_train.add_train_arguments(sub.add_parser(
+        "train", help="train an RL baseline (SB3 or the text policy) and save it with its harness spec"))
     p = sub.add_parser("check", help="check harnesses keep the contract on tasks (check_harness)")
     p.add_argument("--task", action="append", help="task id (repeatable; default: all tasks)")
     p.add_argument(
@@ -303,7 +307,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
     if args.command == "play":
         return cmd_play(args, out, inp or sys.stdin)
     if args.command == "eval":
-        return cmd_eval(args, out)
+        return cli_train.run_model_eval(args, out) if args.model else cmd_eval(args, out)
+    if args.command == "train":
+        return cli_train.run_train(args, out)
     if args.command == "check":
         return cmd_check(args, out)
     if args.command == "sweep":

@@ -1,5 +1,7 @@
 """Gymnasium wrappers: harness perturbations, harness sampling, and adapters for RL libraries."""
 
+from harness_gym.wrappers.discrete import DiscreteActions
+from harness_gym.wrappers.encoding import HashedFeatures, TextEncoder
 from harness_gym.wrappers.perturbation import (
     ChangeControl,
     ChangeToolNaming,
@@ -18,7 +20,9 @@ from harness_gym.wrappers.sampler import SampleHarness
 __all__ = [
     "ChangeControl",
     "ChangeToolNaming",
+    "DiscreteActions",
     "DropTools",
+    "HashedFeatures",
     "PerturbHarness",
     "Reformat",
     "RenameArguments",
@@ -28,4 +32,5 @@ __all__ = [
     "RestyleTools",
     "RewriteDescriptions",
     "SampleHarness",
+    "TextEncoder",
 ]

@@ -26,7 +26,7 @@ DEFAULT_MAX_ACTIONS = 32
 INVALID_ACTION_TEXT = ""
 
 
-class DiscreteActions(gym.ActionWrapper):
+class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     """Turn a text-action env into ``Discrete(max_actions)`` over its written legal actions.
 
     Args:
@@ -36,9 +36,10 @@ class DiscreteActions(gym.ActionWrapper):
     """
 
     def __init__(self, env: gym.Env, max_actions: int = DEFAULT_MAX_ACTIONS) -> None:
-        super().__init__(env)
         if not isinstance(max_actions, int) or max_actions < 1:
             raise ValueError(f"max_actions must be a positive integer, got {max_actions!r}")
+        gym.utils.RecordConstructorArgs.__init__(self, max_actions=max_actions)
+        gym.ActionWrapper.__init__(self, env)
         self.max_actions = max_actions
         self.action_space = gym.spaces.Discrete(max_actions)
         self._legal: list[str] = []

@@ -23,6 +23,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any
 
 import gymnasium as gym
@@ -33,8 +34,9 @@ TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 #: Token id 0 is padding in :func:`token_ids`; hashed ids fall in ``1 .. vocab_size - 1``.
 PAD_ID = 0
 
-_HASH_CACHE: dict[str, int] = {}
+_CODES: dict[str, int] = {}
 _CACHE_LIMIT = 500_000
+_LOW32 = 0xFFFFFFFF
 # Odd multipliers that spread (token, position) pairs over the hash space.
 _POS_MULT = 0x9E3779B1
 _DUP_SALT = 0x5BD1E995
@@ -46,32 +48,52 @@ def tokenize(text: str) -> list[str]:
     return TOKEN_PATTERN.findall(text)
 
 
+def _new_code(token: str) -> int:
+    if len(_CODES) >= _CACHE_LIMIT:
+        _CODES.clear()
+    is_word = token[0].isalnum() or token[0] == "_"
+    code = zlib.crc32(token.encode("utf-8", "surrogatepass")) | (int(is_word) << 32)
+    _CODES[token] = code
+    return code
+
+
+def token_codes(tokens: Sequence[str]) -> np.ndarray:
+    """``int64`` codes of tokens: the low 32 bits are a stable hash (CRC32), bit 32 marks word tokens."""
+    get = _CODES.get
+    codes = [get(t) for t in tokens]
+    if None in codes:
+        codes = [_new_code(t) if c is None else c for c, t in zip(codes, tokens)]
+    return np.array(codes, dtype=np.int64)
+
+
 def token_hash(token: str) -> int:
-    """A stable 32-bit hash of a token (cached)."""
-    value = _HASH_CACHE.get(token)
-    if value is None:
-        if len(_HASH_CACHE) >= _CACHE_LIMIT:
-            _HASH_CACHE.clear()
-        value = zlib.crc32(token.encode("utf-8", "surrogatepass"))
-        _HASH_CACHE[token] = value
-    return value
+    """A stable 32-bit hash of a token (CRC32 of its UTF-8 bytes; cached)."""
+    code = _CODES.get(token)
+    return (code if code is not None else _new_code(token)) & _LOW32
+
+
+def repeated_words(codes: np.ndarray) -> np.ndarray:
+    """Which :func:`token_codes` are word tokens occurring more than once (sort-based: fast)."""
+    order = np.argsort(codes, kind="stable")
+    ranked = codes[order]
+    same = ranked[1:] == ranked[:-1]
+    repeated = np.zeros(len(codes), dtype=bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    out = np.empty(len(codes), dtype=bool)
+    out[order] = repeated
+    return out & ((codes >> 32) & 1).astype(bool)
 
 
 def duplicate_flags(tokens: Sequence[str]) -> np.ndarray:
     """For each token, whether it is a word token that occurs more than once in ``tokens``."""
-    counts: dict[str, int] = {}
-    for tok in tokens:
-        counts[tok] = counts.get(tok, 0) + 1
-    return np.fromiter(
-        (counts[t] > 1 and (t[0].isalnum() or t[0] == "_") for t in tokens), dtype=bool, count=len(tokens)
-    )
+    return repeated_words(token_codes(tokens))
 
 
 def token_ids(text: str, vocab_size: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """Hashed ids (``int64`` in ``1 .. vocab_size-1``) and duplicate flags of the first tokens."""
-    tokens = tokenize(text)[:max_tokens]
-    hashes = np.fromiter((token_hash(t) for t in tokens), dtype=np.int64, count=len(tokens))
-    return 1 + hashes % (vocab_size - 1), duplicate_flags(tokens)
+    codes = token_codes(tokenize(text)[:max_tokens])
+    return 1 + (codes & _LOW32) % (vocab_size - 1), repeated_words(codes)
 
 
 def encode_actions(texts: Sequence[str], vocab_size: int, max_tokens: int) -> np.ndarray:
@@ -99,7 +121,7 @@ class HashedFeatures:
         duplicates: add ``(duplicate, position)`` features for repeated word tokens.
     """
 
-    dim: int = 4096
+    dim: int = 2048
     max_tokens: int = 512
     positional: bool = True
     unigrams: bool = True
@@ -119,29 +141,40 @@ class HashedFeatures:
     def encode(self, text: str) -> np.ndarray:
         """The feature vector of one text (``float32``, shape ``(dim,)``, values 0 or 1)."""
         if not isinstance(text, str):
-            raise TypeError(f"HashedFeatures.encode takes the observation text (a str), got {type(text).__name__}")
-        tokens = tokenize(text)[: self.max_tokens]
+            raise TypeError(
+                f"HashedFeatures.encode takes the observation text (a str), got {type(text).__name__}"
+            )
+        codes = token_codes(tokenize(text)[: self.max_tokens])
         out = np.zeros(self.dim, dtype=np.float32)
-        if not tokens:
+        n = len(codes)
+        if n == 0:
             return out
-        hashes = np.fromiter((token_hash(t) for t in tokens), dtype=np.uint64, count=len(tokens))
-        positions = np.arange(len(tokens), dtype=np.uint64)
-        mask = np.uint64(0xFFFFFFFF)
+        hashes = codes & _LOW32
+        parts = []
         if self.positional:
-            out[((hashes ^ ((positions * np.uint64(_POS_MULT)) & mask)) % np.uint64(self.dim)).astype(np.intp)] = 1.0
+            parts.append((hashes ^ self._position_hash[:n]) % self.dim)
         if self.unigrams:
-            out[((hashes ^ np.uint64(_UNI_SALT)) % np.uint64(self.dim)).astype(np.intp)] = 1.0
+            parts.append((hashes ^ _UNI_SALT) % self.dim)
         if self.duplicates:
-            dup = positions[duplicate_flags(tokens)]
-            idx = ((dup * np.uint64(_POS_MULT) + np.uint64(_DUP_SALT)) & mask) % np.uint64(self.dim)
-            out[idx.astype(np.intp)] = 1.0
+            parts.append(self._duplicate_index[:n][repeated_words(codes)])
+        if parts:
+            out[np.concatenate(parts)] = 1.0
         return out
+
+    @cached_property
+    def _position_hash(self) -> np.ndarray:
+        return (np.arange(self.max_tokens, dtype=np.int64) * _POS_MULT) & _LOW32
+
+    @cached_property
+    def _duplicate_index(self) -> np.ndarray:
+        positions = np.arange(self.max_tokens, dtype=np.int64)
+        return ((positions * _POS_MULT + _DUP_SALT) & _LOW32) % self.dim
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.encode(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-class TextEncoder(gym.ObservationWrapper):
+class TextEncoder(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Replace the observation text with its :class:`HashedFeatures` vector.
 
     The raw text stays available as ``info["observation_text"]`` (after ``reset`` and ``step``)
@@ -149,10 +182,11 @@ class TextEncoder(gym.ObservationWrapper):
     """
 
     def __init__(self, env: gym.Env, features: HashedFeatures | None = None, **kwargs: Any) -> None:
-        super().__init__(env)
         if features is not None and kwargs:
             raise TypeError("pass either a HashedFeatures or its keyword arguments, not both")
         self.features = features or HashedFeatures(**kwargs)
+        gym.utils.RecordConstructorArgs.__init__(self, features=self.features)
+        gym.ObservationWrapper.__init__(self, env)
         self.observation_space = self.features.space
         self.last_text = ""
 

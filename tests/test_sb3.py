@@ -1,0 +1,155 @@
+"""stable-baselines3 baselines on harness envs: learning, saving with the harness, evaluation."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+pytest.importorskip("sb3_contrib")
+import torch  # noqa: E402
+
+from harness_gym import PRESETS, Harness, make_env  # noqa: E402
+from harness_gym.analysis.rollout import evaluate as evaluate_agent  # noqa: E402
+from harness_gym.baselines import sb3  # noqa: E402
+from harness_gym.baselines.agents import RandomAgent  # noqa: E402
+
+TINY = {"n_steps": 64, "batch_size": 64, "n_epochs": 2}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Small models run fastest on one thread, and two test workers share two cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> sb3.TrainedModel:
+    return sb3.train(
+        "maskable_ppo", "harness_gym/EnterText-Markdown-v0", 256, seed=1, n_envs=2, hyperparams=TINY
+    )
+
+
+def test_maskable_ppo_beats_random_on_a_single_step_task() -> None:
+    """ClickButton under Json: trained success >= random + 0.3 on 200 paired seeds."""
+    trained = sb3.train("maskable_ppo", "harness_gym/ClickButton-Json-v0", 8192, seed=0)
+    rows = sb3.evaluate(trained, episodes=200, seed=0)
+    random_rows = list(evaluate_agent(make_env("ClickButton", "Json"), RandomAgent(0), range(200)))
+    assert [r.seed for r in rows] == [r.seed for r in random_rows] == list(range(200))
+    trained_rate = np.mean([r.success for r in rows])
+    random_rate = np.mean([r.success for r in random_rows])
+    assert trained_rate >= random_rate + 0.3, (trained_rate, random_rate)
+    assert sum(r.invalid_actions for r in rows) == 0  # masks keep the model on the menu
+
+
+def test_saved_model_reloads_with_its_harness_and_acts_the_same(
+    tiny_model: sb3.TrainedModel, tmp_path: Path
+) -> None:
+    path = tiny_model.save(tmp_path / "model")
+    assert {p.name for p in path.iterdir()} >= {"model.zip", "run.json", "harness.json", "harness.yaml"}
+    assert Harness.from_json((path / "harness.json").read_text()) == PRESETS["Markdown"]
+    assert Harness.from_yaml(path / "harness.yaml") == PRESETS["Markdown"]
+    run = json.loads((path / "run.json").read_text())
+    assert run["harness_id"] == PRESETS["Markdown"].id and run["algo"] == "maskable_ppo" and run["seed"] == 1
+
+    loaded = sb3.load(path)
+    assert loaded.harness == tiny_model.harness == PRESETS["Markdown"]
+    assert (loaded.env_id, loaded.task_id, loaded.max_actions) == (
+        tiny_model.env_id, tiny_model.task_id, tiny_model.max_actions,
+    )  # fmt: skip
+    assert loaded.features == tiny_model.features
+    env = make_env("EnterText", "Markdown")
+    rng = np.random.default_rng(0)
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            legal = info["legal_actions"]
+            a = tiny_model.predict_index(obs, legal)
+            assert a == loaded.predict_index(obs, legal)
+            obs, _, terminated, truncated, info = env.step(legal[int(rng.integers(len(legal)))])
+            done = terminated or truncated
+    before = [(r.success, r.steps) for r in sb3.evaluate(tiny_model, episodes=10)]
+    after = [(r.success, r.steps) for r in sb3.evaluate(loaded, episodes=10)]
+    assert before == after
+
+
+def test_tampered_harness_spec_is_refused(tiny_model: sb3.TrainedModel, tmp_path: Path) -> None:
+    path = tiny_model.save(tmp_path / "model")
+    run = json.loads((path / "run.json").read_text())
+    run["harness"]["obs_format"] = "yaml"
+    (path / "run.json").write_text(json.dumps(run))
+    with pytest.raises(ValueError, match="hashes to"):
+        sb3.load(path)
+    with pytest.raises(FileNotFoundError, match="run.json"):
+        sb3.load(tmp_path / "nothing")
+
+
+def test_evaluate_under_another_harness_records_both(tiny_model: sb3.TrainedModel) -> None:
+    rows = sb3.evaluate(tiny_model, "harness_gym/EnterText-Json-v0", episodes=4, seed=7)
+    assert [r.seed for r in rows] == [7, 8, 9, 10]
+    assert {r.harness_id for r in rows} == {PRESETS["Json"].id}
+    assert {r.extra["trained_harness_id"] for r in rows} == {PRESETS["Markdown"].id}
+    rows = sb3.evaluate(tiny_model, "harness_gym/EnterText-v0", harness="Yaml", episodes=2)
+    assert {r.harness_id for r in rows} == {PRESETS["Yaml"].id}
+    with pytest.raises(ValueError, match="trained on task 'EnterText'"):
+        sb3.evaluate(tiny_model, "harness_gym/ClickButton-Json-v0", episodes=1)
+
+
+@pytest.mark.parametrize(
+    ("algo", "params"),
+    [("ppo", TINY), ("dqn", {"learning_starts": 64, "buffer_size": 1000, "train_freq": 4})],
+)
+def test_ppo_and_dqn_train_and_play_through_the_harness(algo: str, params: dict) -> None:
+    trained = sb3.train(algo, "harness_gym/ClickButton-Yaml-v0", 256, seed=0, n_envs=2, hyperparams=params)
+    assert trained.algo == algo and trained.harness == PRESETS["Yaml"]
+    rows = sb3.evaluate(trained, episodes=5)
+    assert len(rows) == 5 and all(r.agent == algo for r in rows)
+
+
+def test_unknown_algo_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown algo"):
+        sb3.train("a2c", "harness_gym/ClickButton-Json-v0", 10)
+
+
+def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
+    from harness_gym.baselines import cli_train
+
+    parser = argparse.ArgumentParser()
+    cli_train.add_train_arguments(parser)
+    out_dir = tmp_path / "cb"
+    args = parser.parse_args(
+        ["--algo", "maskable_ppo", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "128",
+         "--seed", "3", "--n-envs", "2", "--hyperparams", json.dumps(TINY), "--eval-episodes", "5",
+         "--out", str(out_dir)]
+    )  # fmt: skip
+    out = io.StringIO()
+    assert cli_train.run_train(args, out) == 0
+    assert f"trained under harness {PRESETS['Json'].id}" in out.getvalue()
+    assert (out_dir / "model.zip").exists()
+
+    eval_parser = argparse.ArgumentParser()
+    eval_parser.add_argument("--env", action="append", required=True)
+    eval_parser.add_argument("--episodes", type=int, default=10)
+    eval_parser.add_argument("--seed", type=int, default=0)
+    eval_parser.add_argument("--out")
+    cli_train.add_model_eval_arguments(eval_parser)
+    eval_args = eval_parser.parse_args(
+        ["--model", str(out_dir), "--env", "harness_gym/ClickButton-Json*", "--episodes", "4"]
+    )
+    out = io.StringIO()
+    assert cli_train.run_model_eval(eval_args, out) == 0
+    text = out.getvalue()
+    assert "harness_gym/ClickButton-Json-v0" in text and "harness_gym/ClickButton-JsonReversed-v0" in text
+    assert PRESETS["JsonReversed"].id in text
+    with pytest.raises(SystemExit, match="not a model directory"):
+        cli_train.run_model_eval(eval_parser.parse_args(["--model", str(tmp_path), "--env", "all"]), out)
