@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import gymnasium as gym
-import numpy as np
+from step_throughput import per_step  # the same timing loop, side by side
 
 from harness_gym import make_env
 from harness_gym.wrappers import Reformat, RenameTools, ReorderFields, RestyleTools
@@ -26,18 +25,6 @@ def stacked(task: str) -> gym.Env:
     env = RenameTools(env, {"click": "tap"})
     env = RestyleTools(env, "python")
     return Reformat(env, "markdown")
-
-
-def per_step(env: gym.Env, steps: int, seed: int) -> float:
-    picks = np.random.default_rng(seed).random(steps)
-    _, info = env.reset(seed=seed)
-    start = time.perf_counter()
-    for i in range(steps):
-        legal = info["legal_actions"]
-        _, _, terminated, truncated, info = env.step(legal[int(picks[i] * len(legal))])
-        if terminated or truncated:
-            _, info = env.reset()
-    return (time.perf_counter() - start) / steps
 
 
 def main() -> None:

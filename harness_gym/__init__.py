@@ -31,6 +31,13 @@ for _task in WEB_TASKS:
     register_task(_task)
 register_envs()
 
+# Real MiniWoB++ in Chromium: Gymnasium ids harness_gym/Browser<Task>-<Preset>-v0. Registering
+# imports neither Playwright nor miniwob; the browser starts at the first reset. The browser
+# tasks stay out of TASKS, which lists the fast pure-Python suite that tests and sweeps cover.
+from harness_gym.envs import browser as _browser  # noqa: E402
+
+_browser.register(add_to_task_registry=False)
+
 __all__ = [
     "PRESETS",
     "TASKS",

@@ -8,6 +8,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import pandas as pd  # noqa: F401 - the report needs the analysis extra
 import pytest
 
 from harness_gym.analysis import cli_sweep
@@ -21,21 +22,6 @@ from harness_gym.analysis.report import (
 )
 from harness_gym.analysis.sweep import SweepError, SweepSpec, run_sweep
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
-pytest.importorskip("matplotlib")
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CRASHING_AGENT = """
 from harness_gym.baselines.agents import RandomAgent
 
@@ -113,13 +99,15 @@ def test_markdown_and_html_show_every_plot_and_table(report) -> None:  # noqa: A
     assert (crashed["errors"] == 1).all() and (crashed["n"] == 2).all()
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian chromium at /usr/bin/chromium")
 def test_html_report_shows_every_plot_in_chromium(report, tmp_path: Path) -> None:  # noqa: ANN001
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
+
+    from harness_gym.envs.browser.browser import LAUNCH_ARGS, find_chromium
+
     moved = tmp_path / "moved.html"  # self-contained: it works away from its PNG files
     shutil.copy(report.html, moved)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=find_chromium(), args=list(LAUNCH_ARGS))
         try:
             page = browser.new_page()
             page.goto(moved.as_uri(), wait_until="load")

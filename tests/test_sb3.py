@@ -10,9 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("stable_baselines3")
-pytest.importorskip("sb3_contrib")
 import torch  # noqa: E402
 
 from harness_gym import PRESETS, Harness, make_env  # noqa: E402

@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness_gym.analysis import cli_sweep
@@ -29,9 +30,6 @@ from harness_gym.analysis.sweep import (
 )
 from harness_gym.core.harness import HarnessSpecError
 from harness_gym.core.registry import make_env
-
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -402,7 +400,8 @@ def test_killed_worker_keeps_rows_retries_and_records(tmp_path: Path, agents_fil
 
 
 def test_ray_backend_gives_the_rows_of_the_local_backend(tmp_path: Path, agents_file: Path) -> None:
-    ray = pytest.importorskip("ray")
+    import ray
+
     spec = small_spec(["random", f"{agents_file}:killer"], seeds=2)
     run_sweep(spec, tmp_path / "local", workers=2, progress=False, log=io.StringIO())
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 from harness_gym import PRESETS, make_env  # noqa: E402
 from harness_gym.analysis.rollout import evaluate, run_episode  # noqa: E402

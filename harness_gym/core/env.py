@@ -154,6 +154,13 @@ class HarnessEnv(gym.Env[str, str]):
             self.render()
         return self._observation, reward, terminated, truncated, self._info()
 
+    def close(self) -> None:
+        """Release what the task holds (a browser, for the real MiniWoB++ tasks)."""
+        close = getattr(self.task, "close", None)
+        if callable(close):
+            close()
+        super().close()
+
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return self._observation

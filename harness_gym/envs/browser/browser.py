@@ -1,0 +1,445 @@
+"""Browser lifecycle: one headless Chromium per env, a freshly loaded page per episode.
+
+* **Chromium** is the system one (Debian's ``chromium`` package, ``/usr/bin/chromium``),
+  driven by Playwright through ``executable_path``; Playwright never downloads a browser.
+  ``HARNESS_GYM_CHROMIUM`` points at another binary.
+* **One browser per env.** :class:`BrowserSession` launches its browser on first use and keeps
+  it for the env's life. The Playwright driver (a Node process) is shared by the sessions of
+  one thread of one process and stopped with the last of them.
+* **A fresh page per episode.** Every episode runs in a newly loaded document (a new DOM and a
+  new JavaScript realm, the :mod:`virtual clock <harness_gym.envs.browser.clock>` installed
+  before any page script). The session keeps two tabs: while an episode runs in one, the other
+  loads the next episode's document, so a reset need not wait for a page load.
+* **Crashes.** Any browser failure raises :class:`BrowserCrashedError`; the session is then
+  marked broken and the next :meth:`BrowserSession.load` starts a new browser.
+* **Clean close.** :meth:`BrowserSession.close` closes the browser and, as a last resort,
+  kills any process of that browser that is still alive (found by a session tag in its
+  environment and its private profile directory), so no Chromium process outlives its env.
+  A finalizer does the same when a session is garbage-collected without being closed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import threading
+import time
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+from harness_gym.envs.browser.clock import INIT_SCRIPT
+
+#: Environment variable naming the Chromium binary to use.
+CHROMIUM_ENV = "HARNESS_GYM_CHROMIUM"
+#: Environment variable set (to a unique tag) in every browser this module launches.
+SESSION_ENV = "HARNESS_GYM_BROWSER_SESSION"
+INSTALL_CHROMIUM = "apt-get update && apt-get install -y chromium"
+INSTALL_EXTRA = "pip install 'harness-gym[browser]'"
+LAUNCH_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
+    # frame object per navigation; the back-forward cache keeps the old document alive).
+    # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
+    "--disable-features=RenderDocument,BackForwardCache,PaintHolding,HttpsUpgrades,"
+    "HttpsFirstBalancedModeAutoEnable,MediaRouter,OptimizationHints,LensOverlay,ThirdPartyStoragePartitioning,"
+    "DestroyProfileOnBrowserClose,AvoidUnnecessaryBeforeUnloadCheckSync,AvoidCorsURLLoaderRestartOnRedirect,"
+    "NetworkTimeServiceQuerying,PreconnectToSearch,AimEnabled",
+)
+VIEWPORT = {"width": 500, "height": 600}
+#: Longest wait for any single browser operation (ms).
+TIMEOUT_MS = 15_000
+#: Tabs per session: one for the episode, the rest load the next episodes in the background.
+DEFAULT_TABS = 2
+_PRELOAD_JS_BODY = """(urls) => Promise.all(urls.map((url) => {
+  const img = new Image();
+  (window.__hgImages = window.__hgImages || []).push(img);
+  img.src = url;
+  return img.decode().catch(() => null);
+}))"""
+#: Where a tab is: "stale" (old document, navigation pending), "loading", "ready" (the
+#: expected URL, loaded, MiniWoB's core and the virtual clock in place) or "other" (a
+#: loaded document of another URL).
+_READY_JS = """(url) => {
+  if (window.__hgStale) return 'stale';
+  if (document.readyState !== 'complete') return 'loading';
+  if (location.href !== url) return 'other';
+  const ok = typeof core === 'object' && typeof genProblem === 'function' && !!window.__hgClock;
+  return ok ? 'ready' : 'loading';
+}"""
+#: One round trip: if the tab is ready, decode the images and run the script; else say where
+#: the tab is.
+_RUN_WHEN_READY = (
+    "async (a) => {\n"
+    f"  const status = ({_READY_JS})(a.url);\n"
+    "  if (status !== 'ready') return {__status: status};\n"
+    f"  if (a.images.length) await ({_PRELOAD_JS_BODY})(a.images);\n"
+    "  return (__SCRIPT__)(a.arg);\n"
+    "}"
+)
+#: Start loading ``url`` in a tab without waiting: the current document is marked stale first,
+#: so a readiness check can never mistake it for the new one.
+_NAVIGATE_JS = """(url) => {
+  window.__hgStale = true;
+  (window.__hgRealSetTimeout || setTimeout)(() => location.replace(url), 0);
+}"""
+
+
+class BrowserUnavailableError(RuntimeError):
+    """Chromium or Playwright is not installed; the message names the install command."""
+
+
+class BrowserCrashedError(RuntimeError):
+    """The browser died or stopped answering during an episode."""
+
+
+def find_chromium() -> str:
+    """The Chromium binary to drive: ``$HARNESS_GYM_CHROMIUM``, else the system ``chromium``."""
+    override = os.environ.get(CHROMIUM_ENV)
+    if override:
+        if os.path.isfile(override) and os.access(override, os.X_OK):
+            return override
+        raise BrowserUnavailableError(
+            f"{CHROMIUM_ENV}={override!r} is not an executable file. Unset it to use the system "
+            f"Chromium, installed with: {INSTALL_CHROMIUM}"
+        )
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise BrowserUnavailableError(
+        "the browser tasks need Chromium, and none was found (looked for /usr/bin/chromium, "
+        f"`chromium` and `chromium-browser` on PATH, and ${CHROMIUM_ENV}). Install Debian's "
+        f"Chromium with: {INSTALL_CHROMIUM}"
+    )
+
+
+def require_playwright() -> None:
+    """Fail with the install command when the Python ``playwright`` package is missing."""
+    if importlib.util.find_spec("playwright") is None:
+        raise BrowserUnavailableError(
+            "the browser tasks need the Python `playwright` package. Install it with: "
+            f"{INSTALL_EXTRA} (never `playwright install`: the system Chromium is used, installed "
+            f"with: {INSTALL_CHROMIUM})"
+        )
+
+
+def check_requirements() -> str:
+    """Check Playwright and Chromium without starting anything; return the Chromium path."""
+    require_playwright()
+    return find_chromium()
+
+
+# -- the Playwright driver, shared per (process, thread) -----------------------------------
+
+_drivers: dict[tuple[int, int], list[Any]] = {}  # key -> [playwright, refcount]
+_drivers_lock = threading.Lock()
+
+
+def _acquire_driver() -> Any:
+    from playwright.sync_api import sync_playwright
+
+    key = (os.getpid(), threading.get_ident())
+    with _drivers_lock:
+        entry = _drivers.get(key)
+        if entry is None:
+            entry = _drivers[key] = [sync_playwright().start(), 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_driver(key: tuple[int, int]) -> None:
+    with _drivers_lock:
+        entry = _drivers.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _drivers[key]
+    if key == (os.getpid(), threading.get_ident()):
+        try:
+            entry[0].stop()
+        except Exception:  # noqa: BLE001 - a dead driver is already stopped
+            pass
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+def _read(pid: int, name: str) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
+
+
+def _cmdline(pid: int) -> str:
+    return _read(pid, "cmdline")
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def processes_matching(needle: str) -> list[int]:
+    """Live (non-zombie) processes whose command line or environment contains ``needle``.
+
+    Linux only (``/proc``); elsewhere the list is empty.
+    """
+    if not needle or not os.path.isdir("/proc"):
+        return []
+    own = os.getpid()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == own:
+            continue
+        pid = int(entry)
+        if (needle in _cmdline(pid) or needle in _read(pid, "environ")) and not _is_zombie(pid):
+            pids.append(pid)
+    return sorted(pids)
+
+
+def _profile_dirs(marker: str) -> list[str]:
+    """The ``--user-data-dir=...`` argument of the browser process whose environment has ``marker``."""
+    for pid in processes_matching(marker):
+        for arg in _cmdline(pid).split(" "):
+            if arg.startswith("--user-data-dir="):
+                return [arg]
+    return []
+
+
+def _kill_all(needle: str) -> None:
+    for pid in processes_matching(needle):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class _Handles:
+    """What a finalizer needs to clean up after a session (no reference to the session)."""
+
+    def __init__(self) -> None:
+        self.browser: Any = None
+        self.driver_key: tuple[int, int] | None = None
+        #: Strings found only in this browser's processes: an environment variable that the
+        #: browser (and its crash handler) inherit, and the private profile directory that
+        #: every child process names on its command line.
+        self.needles: list[str] = []
+
+    def shutdown(self) -> None:
+        browser, self.browser = self.browser, None
+        if browser is not None and self.driver_key == (os.getpid(), threading.get_ident()):
+            try:
+                browser.close()
+            except Exception:  # noqa: BLE001 - closing a crashed browser may fail
+                pass
+        deadline = time.monotonic() + 2.0
+        while self.needles and time.monotonic() < deadline:
+            left = [pid for needle in self.needles for pid in processes_matching(needle)]
+            if not left:
+                break
+            for needle in self.needles:
+                _kill_all(needle)
+            time.sleep(0.01)
+        key, self.driver_key = self.driver_key, None
+        if key is not None:
+            _release_driver(key)
+
+
+class BrowserSession:
+    """One headless Chromium; :meth:`load` hands out a page with a freshly loaded document.
+
+    Args:
+        executable: the Chromium binary (default: :func:`find_chromium`).
+        tabs: how many tabs to keep. One runs the episode; the others load the next episodes'
+            documents in the background (``tabs=1``: every reset waits for a page load).
+    """
+
+    def __init__(self, executable: str | None = None, tabs: int = DEFAULT_TABS) -> None:
+        if tabs < 1:
+            raise ValueError(f"tabs must be at least 1, got {tabs}")
+        self.executable = executable or find_chromium()
+        self.tabs = tabs
+        self.launches = 0
+        self._handles = _Handles()
+        self._finalizer = weakref.finalize(self, self._handles.shutdown)
+        self._context: Any = None
+        self._pages: list[Any] = []
+        self._cdp: list[Any] = []
+        self._active: int | None = None
+        self._loading: dict[int, str] = {}  # tab -> URL it is loading, oldest first
+        self._broken = False
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._handles.browser is not None
+
+    @property
+    def alive(self) -> bool:
+        """Whether the browser is running and answering (no round trip)."""
+        browser = self._handles.browser
+        return browser is not None and not self._broken and browser.is_connected()
+
+    def pids(self) -> list[int]:
+        """The browser's live processes (browser, zygotes, renderers, GPU and utility ones)."""
+        return sorted({pid for needle in self._handles.needles for pid in processes_matching(needle)})
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Launch the browser (no-op when it already runs)."""
+        if self.alive:
+            return
+        self.shutdown()
+        require_playwright()
+        from playwright.sync_api import Error as PlaywrightError
+
+        handles = self._handles
+        tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        marker = f"{SESSION_ENV}={tag}"
+        handles.needles = [marker]
+        driver = _acquire_driver()
+        handles.driver_key = (os.getpid(), threading.get_ident())
+        try:
+            browser = driver.chromium.launch(
+                executable_path=self.executable,
+                args=list(LAUNCH_ARGS),
+                env={**os.environ, SESSION_ENV: tag},
+                headless=True,
+                timeout=30_000,
+            )
+            handles.browser = browser
+            handles.needles.extend(_profile_dirs(marker))
+            self._context = browser.new_context(viewport=VIEWPORT)
+            self._context.set_default_timeout(TIMEOUT_MS)
+            self._context.add_init_script(INIT_SCRIPT)
+            self._pages = [self._context.new_page() for _ in range(self.tabs)]
+            self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
+        except PlaywrightError as err:
+            self.shutdown()
+            raise BrowserCrashedError(f"could not start Chromium at {self.executable}: {err}") from err
+        self._active = None
+        self._loading = {}
+        self._broken = False
+        self.launches += 1
+
+    def shutdown(self) -> None:
+        """Close the browser (if any) and make sure none of its processes survive."""
+        self._context = None
+        self._pages = []
+        self._cdp = []
+        self._active = None
+        self._loading = {}
+        self._handles.shutdown()
+        self._broken = False
+
+    def close(self) -> None:
+        """Close for good: the browser, its processes and this session's share of the driver."""
+        self.shutdown()
+        self._finalizer.detach()
+
+    def mark_broken(self) -> None:
+        """Make the next :meth:`load` start a new browser."""
+        self._broken = True
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def load(
+        self, url: str, images: tuple[str, ...] = (), script: str | None = None, arg: Any = None
+    ) -> tuple[Any, Any]:
+        """A page showing a freshly loaded document of ``url`` (starting the browser if needed).
+
+        ``images`` are decoded into the page's cache first (see
+        :func:`~harness_gym.envs.browser.assets.image_urls`); then ``script`` (a JavaScript
+        function, e.g. the episode start) runs on the page with ``arg``, in the same round trip
+        as the readiness check. Returns the page and the script's result. The page stays this
+        session's active page until the next :meth:`load`; :meth:`cdp` sends it raw input.
+        """
+        from playwright.sync_api import Error as PlaywrightError
+
+        if not self.alive:
+            self.start()
+        try:
+            tab = next((t for t, u in self._loading.items() if u == url), None)
+            if tab is None:
+                idle = [t for t in range(self.tabs) if t not in self._loading and t != self._active]
+                # else the tab that has loaded longest (its document is of another task)
+                tab = (idle or list(self._loading) or [self._active or 0])[0]
+                self._pages[tab].goto(url, wait_until="load")
+            self._loading.pop(tab, None)
+            page = self._pages[tab]
+            result = self._run_when_ready(page, url, images, script, arg)
+            self._active = tab
+            for other in range(self.tabs):
+                if other != tab and other not in self._loading:
+                    if self._pages[other].url.startswith("file:"):
+                        self._pages[other].evaluate(_NAVIGATE_JS, url)
+                    else:  # a blank tab may not open a file URL itself: navigate it from outside
+                        self._pages[other].goto(url, wait_until="commit")
+                    self._loading[other] = url
+            return page, result
+        except PlaywrightError as err:
+            self._broken = True
+            raise BrowserCrashedError(f"Chromium failed while loading {url}: {err}") from err
+
+    def cdp(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a Chrome DevTools Protocol command to the active page (raw mouse input)."""
+        assert self._active is not None, "load() a page first"
+        return self._cdp[self._active].send(method, params)
+
+    def _run_when_ready(
+        self, page: Any, url: str, images: tuple[str, ...], script: str | None, arg: Any
+    ) -> Any:
+        from playwright.sync_api import Error as PlaywrightError
+
+        combined = _RUN_WHEN_READY.replace("__SCRIPT__", script or "(arg) => null")
+        payload = {"url": url, "images": list(images), "arg": arg}
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while True:
+            try:
+                result = page.evaluate(combined, payload)
+            except PlaywrightError as err:
+                # The old document went away under the call: the new one is on its way.
+                if "destroyed" not in str(err) and "navigat" not in str(err):
+                    raise
+                result = {"__status": "loading"}
+            status = result.get("__status") if isinstance(result, dict) else None
+            if status is None:
+                return result
+            if status == "other":
+                page.goto(url, wait_until="load")
+                continue
+            if time.monotonic() > deadline:
+                raise BrowserCrashedError(f"page {page.url} did not finish loading in {TIMEOUT_MS} ms")
+            time.sleep(0.001)
+
+
+__all__ = [
+    "BrowserCrashedError",
+    "BrowserSession",
+    "BrowserUnavailableError",
+    "INSTALL_CHROMIUM",
+    "INSTALL_EXTRA",
+    "check_requirements",
+    "find_chromium",
+    "processes_matching",
+]

@@ -1,0 +1,83 @@
+"""BrowserEnv: HarnessEnv for real-browser tasks, plus clean close and crash reporting.
+
+It presents the task through the harness exactly as :class:`~harness_gym.core.env.HarnessEnv`
+does (every harness factor applies unchanged) and adds what a real browser needs:
+
+* ``close()`` closes the env's Chromium (no process left behind);
+* a step that meets a dead browser ends the episode (``terminated``) and ``info`` carries
+  ``browser_error`` (also as ``last_error``, with ``error_kind == "browser_crashed"``); the
+  next ``reset`` starts a new browser;
+* ``info`` also carries ``raw_reward``, the task JavaScript's own reward for the episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+from harness_gym.core.env import HarnessEnv
+from harness_gym.core.harness import Harness
+from harness_gym.core.registry import get_task
+from harness_gym.envs.browser.browser import BrowserSession
+from harness_gym.envs.browser.task import BrowserTask
+
+
+class BrowserEnv(HarnessEnv):
+    """A real MiniWoB++ task in headless Chromium, presented through a harness."""
+
+    def __init__(
+        self,
+        task: BrowserTask | type[BrowserTask],
+        harness: Harness | str | Mapping[str, Any] | Path | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(task, harness=harness, render_mode=render_mode)
+        if not isinstance(self.task, BrowserTask):
+            raise TypeError(f"BrowserEnv needs a BrowserTask, got {type(self.task).__name__}")
+
+    @property
+    def browser_task(self) -> BrowserTask:
+        assert isinstance(self.task, BrowserTask)
+        return self.task
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        observation, info = super().reset(seed=seed, options=options)
+        return observation, self._browser_info(info)
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        error = self.browser_task.browser_error
+        if error is not None:
+            terminated, truncated = True, False
+            info["last_error"] = error
+            info["error_kind"] = "browser_crashed"
+        return observation, reward, terminated, truncated, self._browser_info(info)
+
+    def _browser_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        info["browser_error"] = self.browser_task.browser_error
+        info["raw_reward"] = self.browser_task.raw_reward
+        return info
+
+
+def make_browser_env(
+    task: str | type[BrowserTask] | BrowserTask,
+    harness: Harness | str | Mapping[str, Any] | Path | None = None,
+    render_mode: str | None = None,
+    session: BrowserSession | None = None,
+) -> BrowserEnv:
+    """Build a :class:`BrowserEnv` from a task id (or class/instance) and any harness form.
+
+    ``session`` runs the task in an existing :class:`BrowserSession` (shared browsers, e.g.
+    in tests); by default the env owns a browser of its own.
+    """
+    if isinstance(task, str):
+        from harness_gym.envs.browser.tasks import BROWSER_TASKS
+
+        known = {t.task_id: t for t in BROWSER_TASKS}
+        task = known[task] if task in known else get_task(task)  # type: ignore[assignment]
+    if isinstance(task, type):
+        task = task(session=session)
+    return BrowserEnv(task, harness=harness, render_mode=render_mode)

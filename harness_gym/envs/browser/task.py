@@ -1,0 +1,321 @@
+"""BrowserTask: one real MiniWoB++ task, played in headless Chromium, as a harness_gym Task.
+
+The task keeps the web suite's interface, so every harness presents both alike:
+
+* fields ``instruction`` (MiniWoB's utterance), ``title`` (the document title) and ``page``
+  (the visible element tree, read from the live DOM by :data:`~harness_gym.envs.browser.dom.OBSERVE_JS`);
+* canonical actions ``click(ref)``, ``type(ref, text)``, ``press(key)`` and
+  ``select(ref, option)`` (the web suite's :data:`~harness_gym.envs.web.base.WEB_ACTIONS`),
+  sent as real mouse and keyboard input (a drop-down choice is set the way a user's pick
+  is: option selected, ``input`` and ``change`` fired).
+
+An episode: a freshly loaded page (see :mod:`~harness_gym.envs.browser.browser`),
+``Math.seedrandom(seed)`` with a seed drawn from the reset generator, MiniWoB's
+``core.startEpisodeReal()``, and the task timer cancelled (the :mod:`virtual clock
+<harness_gym.envs.browser.clock>` only moves when an action is taken, so nothing depends on
+wall-clock time). The task's own JavaScript decides the reward: the episode ends when it calls
+``core.endEpisode``, and succeeds when its raw reward is full (1.0). Reward is binary: 1 on
+success, else 0.
+
+If Chromium dies, the step that meets the failure ends the episode (``terminated``, no
+success) and :attr:`BrowserTask.browser_error` says what happened; the next reset starts a new
+browser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness_gym.core.task import Action, ActionSpec, StepResult, Task
+from harness_gym.envs.browser import dom
+from harness_gym.envs.browser.assets import image_urls, task_url
+from harness_gym.envs.browser.browser import (
+    BrowserCrashedError,
+    BrowserSession,
+    check_requirements,
+)
+from harness_gym.envs.browser.clock import SETTLE_MS
+from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
+
+#: Keys ``press`` accepts (the web suite's, plus the ones real widgets react to).
+BROWSER_KEYS = (*KEYS, "ArrowLeft", "ArrowRight", "Space", "Delete", "Home", "End", "PageUp", "PageDown")
+#: Tags whose elements legal_actions offers to click (besides any element with its own text).
+CLICK_TAGS = frozenset(
+    {"button", "a", "input", "textarea", "label", "li", "span", "td", "th", "img", "summary"}
+    | {"svg", "circle", "rect", "ellipse", "polygon", "path", "line", "text"}
+)
+#: How ``click`` reaches the page: ``"dom"`` dispatches the mouse events of a click at the
+#: element's hit point from inside the page (one round trip, like MiniWoB's own
+#: ``core.elementClick``, but with the full pointer/mouse sequence and focus); ``"cdp"`` sends a
+#: real (trusted) press and release through the DevTools protocol (three round trips).
+CLICK_MODES = ("dom", "cdp")
+#: A raw MiniWoB reward at least this high is a success (full credit).
+SUCCESS_REWARD = 1.0 - 1e-6
+_QUOTED = re.compile(r'"([^"]+)"')
+
+START_JS = (
+    "(args) => {\n"
+    "  Math.seedrandom(args.seed);\n"
+    "  core.setDataMode(args.mode);\n"
+    "  if (!core.cover_div) core.startEpisode();\n"
+    "  core.startEpisodeReal();\n"
+    "  if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }\n"
+    "  clearInterval(core.CD_TIMER);\n"
+    f"  const obs = ({dom.OBSERVE_JS})(args.settle);\n"
+    "  obs.html = document.body.innerHTML;\n"
+    "  return obs;\n"
+    "}"
+)
+
+#: A scripted policy: the current fields in, the next canonical action out.
+Oracle = Callable[[dict[str, Any]], Action]
+
+
+class BrowserTask(Task):
+    """A real MiniWoB++ task (``subdomain``, e.g. ``"click-button"``) in headless Chromium.
+
+    Args:
+        session: a :class:`BrowserSession` to run in (default: a new one, owned and closed by
+            this task).
+        click_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`CLICK_MODES`.
+
+    Construction checks that Playwright and Chromium are installed and raises
+    :class:`~harness_gym.envs.browser.browser.BrowserUnavailableError` with the install
+    command if not; the browser itself starts at the first reset.
+    """
+
+    field_names: ClassVar[tuple[str, ...]] = ("instruction", "title", "page")
+    action_specs: ClassVar[tuple[ActionSpec, ...]] = WEB_ACTIONS
+    max_steps: ClassVar[int] = 10
+    #: The MiniWoB++ task name (the HTML file name without ``.html``).
+    subdomain: ClassVar[str]
+    #: Keys that legal_actions offers for ``press``.
+    legal_keys: ClassVar[tuple[str, ...]] = ()
+    #: Virtual milliseconds the page clock runs after each action.
+    settle_ms: ClassVar[int] = SETTLE_MS
+    #: MiniWoB's data mode (``core.setDataMode``), as Farama's environment sets it.
+    data_mode: ClassVar[str] = "train"
+    #: The scripted oracle reading the live fields, or None (the oracle then falls back to
+    #: the first legal action).
+    scripted_oracle: ClassVar[Oracle | None] = None
+    #: The pure-Python web task this one is the real counterpart of, if any.
+    twin: ClassVar[str | None] = None
+
+    def __init__(self, session: BrowserSession | None = None, click_mode: str = "dom") -> None:
+        if click_mode not in CLICK_MODES:
+            raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
+        self.click_mode = click_mode
+        self.chromium = check_requirements()
+        self.url = task_url(self.subdomain)
+        self.images = image_urls(self.subdomain)
+        self._own_session = session is None
+        self._session = session
+        self._page: Any = None
+        self._obs: dict[str, Any] = {"instruction": "", "title": "", "page": [], "done": True}
+        self._refs: dict[int, dict[str, Any]] = {}
+        self._points: dict[int, tuple[float, float]] = {}
+        self._html_digest = ""
+        self.seed: int | None = None
+        self.trace: list[Action] = []
+        self.done = True
+        self.succeeded = False
+        self.raw_reward = 0.0
+        self.reason: str | None = None
+        #: What went wrong with the browser in this episode (None when nothing did).
+        self.browser_error: str | None = None
+
+    @property
+    def has_oracle(self) -> bool:
+        return type(self).scripted_oracle is not None
+
+    @property
+    def session(self) -> BrowserSession:
+        if self._session is None:
+            self._session = BrowserSession(self.chromium)
+        return self._session
+
+    # -- Task API -----------------------------------------------------------------------------
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.begin(int(rng.integers(0, 2**31 - 1)))
+
+    def begin(self, seed: int) -> None:
+        """Start the episode of MiniWoB seed ``seed`` in a fresh page (new browser if needed)."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        self.seed = seed
+        self.trace = []
+        self.done = False
+        self.succeeded = False
+        self.raw_reward = 0.0
+        self.reason = None
+        self.browser_error = None
+        for attempt in range(2):
+            try:
+                self._page, obs = self.session.load(
+                    self.url,
+                    self.images,
+                    START_JS,
+                    {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms},
+                )
+                break
+            except (BrowserCrashedError, PlaywrightError) as err:
+                self.session.mark_broken()
+                if attempt:
+                    self.done = True
+                    raise BrowserCrashedError(
+                        f"{self.task_id}: could not start an episode in Chromium twice in a row: {err}"
+                    ) from err
+        self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
+        self._observe(obs)
+
+    def fields(self) -> dict[str, Any]:
+        obs = self._obs
+        return {"instruction": obs["instruction"], "title": obs["title"], "page": obs["page"]}
+
+    def legal_actions(self) -> list[Action]:
+        if self.done:
+            return []
+        candidates = self.type_candidates()
+        actions: list[Action] = []
+        for node in self._refs.values():
+            tag = node["tag"]
+            if tag == "select":
+                options = node.get("options", ())
+                actions.extend(Action.of("select", ref=node["ref"], option=o) for o in options)
+                continue
+            if tag in CLICK_TAGS or node.get("text"):
+                actions.append(Action.of("click", ref=node["ref"]))
+            if dom.is_text_input(node):
+                actions.extend(Action.of("type", ref=node["ref"], text=t) for t in candidates)
+        actions.extend(Action.of("press", key=k) for k in self.legal_keys)
+        return actions
+
+    def type_candidates(self) -> list[str]:
+        """Strings legal_actions offers to type: the quoted values of the instruction."""
+        return list(dict.fromkeys(_QUOTED.findall(self._obs["instruction"])))
+
+    def check(self, action: Action) -> str | None:
+        if self.done:
+            return "the episode is over"
+        if action.name == "press":
+            key = action["key"]
+            return None if key in BROWSER_KEYS else f"unknown key {key!r}; keys: {list(BROWSER_KEYS)}"
+        ref = action["ref"]
+        node = self._refs.get(ref)
+        if node is None:
+            refs = list(self._refs)
+            shown = refs if len(refs) <= 60 else [*refs[:60], "..."]
+            return f"no visible element with ref {ref}; visible refs: {shown}"
+        if action.name == "type" and not dom.is_text_input(node):
+            return f"element {ref} is a {node['tag']}, not a text input"
+        if action.name == "select":
+            if node["tag"] != "select":
+                return f"element {ref} is a {node['tag']}, not a drop-down list"
+            if action["option"] not in node.get("options", ()):
+                return f"element {ref} has no option {action['option']!r}; options: {node.get('options')}"
+        return None
+
+    def step(self, action: Action) -> StepResult:
+        from playwright.sync_api import Error as PlaywrightError
+
+        self.trace.append(action)
+        page = self._page
+        try:
+            obs = None
+            if action.name == "click" and self.click_mode == "dom":
+                obs = page.evaluate(dom.CLICK_JS, [action["ref"], self.settle_ms])
+            elif action.name == "click":
+                point = self._points.get(action["ref"]) or page.evaluate(dom.POINT_JS, action["ref"])
+                if point is not None:
+                    self._click(point[0], point[1])
+            elif action.name == "type":
+                if page.evaluate(dom.FOCUS_JS, action["ref"]):
+                    if action["text"]:
+                        page.keyboard.type(action["text"])
+                    else:
+                        page.keyboard.press("Backspace")
+            elif action.name == "press":
+                page.keyboard.press(" " if action["key"] == "Space" else action["key"])
+            elif action.name == "select":
+                obs = page.evaluate(dom.SELECT_OBSERVE_JS, [action["ref"], action["option"], self.settle_ms])
+            self._observe(obs or page.evaluate(dom.OBSERVE_JS, self.settle_ms))
+        except (PlaywrightError, BrowserCrashedError) as err:
+            return self._crash(err)
+        reward = 1.0 if self.done and self.succeeded else 0.0
+        return StepResult(reward, self.done, self.succeeded, self.reason or "")
+
+    def oracle(self) -> Action:
+        oracle = type(self).scripted_oracle
+        if oracle is not None:
+            return oracle(self.fields())
+        legal = self.legal_actions()
+        return legal[0] if legal else Action.of("press", key="Escape")
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "task": self.subdomain,
+            "seed": self.seed,
+            "instruction": self._obs["instruction"],
+            "title": self._obs["title"],
+            "page": self._obs["page"],
+            "html": self._html_digest,
+            "done": self.done,
+            "succeeded": self.succeeded,
+            "raw_reward": self.raw_reward,
+        }
+
+    def snapshot(self) -> Any:
+        """The seed and the actions taken: :meth:`restore` replays them in a fresh page."""
+        return {"seed": self.seed, "trace": list(self.trace)}
+
+    def restore(self, snapshot: Any) -> None:
+        self.begin(snapshot["seed"])
+        for action in snapshot["trace"]:
+            if self.done:
+                break
+            self.step(action)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the browser this task owns (a shared session is left to its owner)."""
+        if self._own_session and self._session is not None:
+            self._session.close()
+            self._session = None
+        self._page = None
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _click(self, x: float, y: float) -> None:
+        """A left click at a viewport point: raw press and release, as a user's mouse sends."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.session.cdp(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1},
+            )
+
+    def _observe(self, obs: dict[str, Any]) -> None:
+        self._points = {ref: (x, y) for ref, x, y in obs.pop("points", ())}
+        self._obs = obs
+        self._refs = dom.index(obs["page"])
+        if obs["done"] and not self.done:
+            self.done = True
+            self.raw_reward = float(obs["raw_reward"])
+            self.succeeded = self.raw_reward >= SUCCESS_REWARD
+            self.reason = obs.get("reason")
+
+    def _crash(self, err: Exception) -> StepResult:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        self.browser_error = f"browser crashed: {first_line} (the next reset starts a new browser)"
+        self.done = True
+        self.succeeded = False
+        self._refs = {}
+        if self._session is not None:
+            self._session.mark_broken()
+        return StepResult(0.0, True, False, self.browser_error)

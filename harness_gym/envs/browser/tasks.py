@@ -1,0 +1,232 @@
+"""Which real MiniWoB++ tasks are registered, and why the others are left out.
+
+A task is registered when the canonical actions (``click``, ``type``, ``press``, ``select``)
+can solve it and the fields carry what it asks about. Each becomes a :class:`BrowserTask`
+subclass named ``Browser<CamelCase>`` (``click-tab-2-easy`` -> ``BrowserClickTab2Easy``),
+registered as ``harness_gym/Browser<Task>-<Preset>-v0`` by :func:`harness_gym.envs.browser.register`.
+"""
+
+from __future__ import annotations
+
+from harness_gym.envs.browser.oracles import ORACLES
+from harness_gym.envs.browser.task import BrowserTask
+
+#: MiniWoB++ tasks registered here, with their step budget.
+INCLUDED: dict[str, int] = {
+    # clicking
+    "click-test": 3,
+    "click-test-2": 3,
+    "click-test-transfer": 3,
+    "click-button": 3,
+    "click-button-sequence": 4,
+    "button-delay": 8,
+    "click-link": 3,
+    "click-dialog": 3,
+    "click-dialog-2": 3,
+    "click-option": 4,
+    "click-checkboxes": 10,
+    "click-checkboxes-large": 16,
+    "click-checkboxes-soft": 12,
+    "click-checkboxes-transfer": 10,
+    "click-collapsible": 4,
+    "click-collapsible-nodelay": 4,
+    "click-collapsible-2": 8,
+    "click-collapsible-2-nodelay": 8,
+    "click-tab": 3,
+    "click-tab-2": 8,
+    "click-tab-2-easy": 8,
+    "click-tab-2-medium": 8,
+    "click-tab-2-hard": 10,
+    "click-menu": 6,
+    "click-menu-2": 6,
+    "click-pie": 6,
+    "click-pie-nodelay": 6,
+    "click-widget": 3,
+    "unicode-test": 3,
+    "navigate-tree": 10,
+    "focus-text": 3,
+    "focus-text-2": 3,
+    "ascending-numbers": 8,
+    "buy-ticket": 4,
+    "find-greatest": 10,
+    "generate-number": 10,
+    "odd-or-even": 12,
+    "phone-book": 10,
+    "social-media": 6,
+    "social-media-all": 15,
+    "social-media-some": 15,
+    "tic-tac-toe": 10,
+    "choose-date": 12,
+    "choose-date-easy": 12,
+    "choose-date-medium": 12,
+    "choose-date-nodelay": 12,
+    # typing
+    "enter-text": 4,
+    "enter-text-2": 4,
+    "enter-text-dynamic": 4,
+    "enter-password": 5,
+    "login-user": 6,
+    "login-user-popup": 8,
+    "copy-paste": 4,
+    "copy-paste-2": 4,
+    "find-word": 4,
+    "scroll-text": 4,
+    "read-table": 4,
+    "read-table-2": 8,
+    "simple-arithmetic": 4,
+    "simple-algebra": 4,
+    "text-transform": 4,
+    "guess-number": 12,
+    "terminal": 10,
+    "search-engine": 10,
+    "use-autocomplete": 6,
+    "use-autocomplete-nodelay": 6,
+    "use-spinner": 10,
+    "sign-agreement": 5,
+    "form-sequence-2": 6,
+    "form-sequence-3": 6,
+    "multi-layouts": 10,
+    "multi-orderings": 10,
+    "order-food": 20,
+    # drop-down lists
+    "choose-list": 4,
+    # composite
+    "email-inbox": 10,
+    "email-inbox-delete": 8,
+    "email-inbox-forward": 10,
+    "email-inbox-forward-nl": 10,
+    "email-inbox-forward-nl-turk": 10,
+    "email-inbox-important": 8,
+    "email-inbox-nl-turk": 10,
+    "email-inbox-noscroll": 10,
+    "email-inbox-reply": 10,
+    "email-inbox-star-reply": 10,
+    "book-flight": 20,
+    "book-flight-nodelay": 20,
+}
+
+#: MiniWoB++ tasks the package ships that are not registered, and why.
+EXCLUDED: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "drag-box",
+            "drag-circle",
+            "drag-cube",
+            "drag-items",
+            "drag-items-grid",
+            "drag-shapes",
+            "drag-shapes-2",
+            "drag-single-shape",
+            "drag-sort-numbers",
+            "daily-calendar",
+            "resize-textarea",
+            "draw-circle",
+            "draw-line",
+        ],
+        "needs dragging the mouse (no canonical action drags)",
+    ),
+    **dict.fromkeys(
+        ["highlight-text", "highlight-text-2", "text-editor"],
+        "needs selecting a text range with the mouse",
+    ),
+    **dict.fromkeys(
+        ["hover-shape", "chase-circle", "moving-items", "hot-cold"],
+        "needs moving or holding the mouse over moving or unmarked targets",
+    ),
+    **dict.fromkeys(
+        [
+            "bisect-angle",
+            "circle-center",
+            "find-midpoint",
+            "right-angle",
+            "grid-coordinate",
+            "use-colorwheel",
+            "use-colorwheel-2",
+        ],
+        "needs clicking at computed coordinates, not on an element",
+    ),
+    **dict.fromkeys(
+        [
+            "click-color",
+            "click-shades",
+            "click-shape",
+            "count-shape",
+            "count-sides",
+            "identify-shape",
+            "visual-addition",
+            "number-checkboxes",
+        ],
+        "the answer is in colours, shapes or images that the DOM fields do not carry",
+    ),
+    **dict.fromkeys(
+        ["use-slider", "use-slider-2", "form-sequence"],
+        "needs a slider set by dragging (or dozens of arrow-key presses, beyond a sensible step budget)",
+    ),
+    "click-scroll-list": "needs selecting several options of a list with modifier-clicks",
+    "scroll-text-2": "needs scrolling a text area, which no canonical action does",
+    "simon-says": "needs watching a sequence that the page shows over time",
+    "stock-market": "needs waiting for a price that changes over time",
+    **dict.fromkeys(
+        ["enter-date", "enter-time"],
+        "needs typing into native date and time pickers, whose keyboard handling is not a text field's",
+    ),
+}
+
+#: Real tasks that have a pure-Python twin in the web suite (real subdomain -> web task id).
+TWINS: dict[str, str] = {
+    "click-button": "ClickButton",
+    "click-link": "ClickLink",
+    "click-option": "ClickOption",
+    "click-checkboxes": "ClickCheckboxes",
+    "enter-text": "EnterText",
+    "login-user": "LoginUser",
+    "choose-list": "ChooseList",
+    "click-tab": "ClickTab",
+    "navigate-tree": "NavigateTree",
+    "use-autocomplete": "UseAutocomplete",
+    "email-inbox": "EmailInbox",
+    "book-flight": "BookFlight",
+}
+
+#: Keys that legal_actions offers for ``press`` in the tasks that react to them.
+LEGAL_KEYS: dict[str, tuple[str, ...]] = {
+    "terminal": ("Enter",),
+    "use-spinner": ("ArrowUp", "ArrowDown"),
+}
+
+
+def task_id_for(subdomain: str) -> str:
+    """``click-tab-2-easy`` -> ``BrowserClickTab2Easy``."""
+    return "Browser" + "".join(part[:1].upper() + part[1:] for part in subdomain.split("-"))
+
+
+def _make(subdomain: str, max_steps: int) -> type[BrowserTask]:
+    name = task_id_for(subdomain)
+    twin = TWINS.get(subdomain)
+    description = f"Real MiniWoB++ task {subdomain!r} in headless Chromium"
+    if twin:
+        description += f" (the real counterpart of the web suite's {twin})"
+    cls = type(
+        name,
+        (BrowserTask,),
+        {
+            "__module__": __name__,
+            "__qualname__": name,
+            "__doc__": description + ".",
+            "task_id": name,
+            "description": description + ".",
+            "subdomain": subdomain,
+            "max_steps": max_steps,
+            "legal_keys": LEGAL_KEYS.get(subdomain, ()),
+            "scripted_oracle": ORACLES.get(subdomain),
+            "twin": twin,
+        },
+    )
+    globals()[name] = cls  # importable by name, so envs pickle (async vector envs)
+    return cls
+
+
+#: Every registered real task class, in :data:`INCLUDED` order.
+BROWSER_TASKS: tuple[type[BrowserTask], ...] = tuple(_make(s, n) for s, n in INCLUDED.items())
+#: Task ids of the real tasks that have a scripted oracle.
+ORACLE_TASK_IDS: tuple[str, ...] = tuple(t.task_id for t in BROWSER_TASKS if t.scripted_oracle is not None)
