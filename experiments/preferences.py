@@ -10,8 +10,10 @@ The script trains the GRPO text policy (KL penalty to its frozen initial self) o
 under two harnesses that differ only in the step budget, a factor the observation does not
 show: ``tight`` (2 steps: exactly the oracle's) and ``loose`` (6 steps). The same observation
 and the same action texts then carry different exact values Q_H, computed by exact search
-through each harness. For each trained policy it correlates the implied differences
-(log odds against the reference) with the exact differences under both harnesses: each policy
+through each harness (the KL-regularized, "soft" values against the uniform reference, for
+which the identity is exact in a multi-step task). For each trained policy it correlates the
+implied differences (log odds against the reference) with the exact differences under both
+harnesses: each policy
 should agree best with the harness it was trained under. It also checks the identity itself
 on the exact soft-optimal policy. Writes ``preferences.md`` and ``preferences.png``.
 """
@@ -64,7 +66,10 @@ def main() -> None:
     start = time.perf_counter()
     n_states = 60 if args.quick else 300
     iterations = 4 if args.quick else 15
-    states = {name: collect_states(TASK, h, range(n_states), max_prefix=1) for name, h in HARNESSES.items()}
+    states = {
+        name: collect_states(TASK, h, range(n_states), max_prefix=1, soft_beta=BETA)
+        for name, h in HARNESSES.items()
+    }
     # Keep the states both harnesses reach with the same observation (the budget is not shown).
     keys = {name: {(s.observation, s.texts): s for s in st} for name, st in states.items()}
     shared = sorted(set.intersection(*(set(k) for k in keys.values())))
@@ -148,7 +153,9 @@ def write_outputs(
         f"coefficient beta={BETA}, reference = the initial policy). On {n_states} states that both "
         "harnesses render identically, implied differences (beta x log odds against the reference, "
         "over every pair of legal actions) are correlated with exact differences of Q_H, computed "
-        "by exact search through each harness (its tools and the budget left)."
+        "by exact search through each harness (its tools and the budget left). Q_H is the "
+        "KL-regularized (soft) action value against the uniform reference (the untrained policy "
+        "is exactly uniform), the value for which the identity holds in a multi-step task."
         + (" **Quick smoke run: small budgets.**" if quick else ""),
         "",
         "![preferences](preferences.png)",

@@ -98,3 +98,22 @@ def test_soft_optimal_is_normalized() -> None:
     logp = soft_optimal_log_probs(np.log([0.2, 0.3, 0.5]), np.array([1.0, 0.0, 0.0]), beta=0.5)
     assert np.exp(logp).sum() == pytest.approx(1.0)
     assert logp[0] - logp[1] - (np.log(0.2) - np.log(0.3)) == pytest.approx(2.0)
+
+
+def test_soft_values_approach_hard_values_as_beta_shrinks() -> None:
+    hard = collect_states("EnterText", Harness(step_budget=4), range(12), max_prefix=1)
+    for beta, tolerance in ((0.5, 1.0), (0.01, 0.05)):
+        soft = collect_states("EnterText", Harness(step_budget=4), range(12), max_prefix=1, soft_beta=beta)
+        assert [s.texts for s in soft] == [s.texts for s in hard]
+        gap = max(float(np.max(np.abs(s.q - h.q))) for s, h in zip(soft, hard, strict=True))
+        assert gap <= tolerance
+        assert all(np.all(s.q <= h.q + 1e-12) for s, h in zip(soft, hard, strict=True))
+
+
+def test_identity_is_exact_with_soft_values_in_a_multi_step_task() -> None:
+    beta = 0.1
+    harness = Harness(step_budget=5)
+    states = collect_states("ClickCheckboxes", harness, range(20), max_prefix=2, soft_beta=beta)
+    reference = UniformPolicy()
+    recovered = recover_preferences(SoftOptimalPolicy(reference, states, beta), reference, states, beta)
+    np.testing.assert_allclose(recovered.implied, recovered.exact, atol=1e-9)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness_gym.analysis.stats import mean_ci
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
@@ -136,6 +138,35 @@ class ValueSearch:
             value = max(value, self.q_value(action, steps_left))
             if value >= self.best_possible:
                 break
+        self.memo[key] = value
+        return value
+
+
+class SoftValueSearch(ValueSearch):
+    """Soft (KL-regularized) values against a uniform reference over the exposed actions.
+
+    ``V(s) = beta * log mean_a exp(Q(s,a) / beta)`` and ``Q(s,a) = r + V(s')``: the action
+    values of KL-regularized control, for which ``pi* ∝ pi_ref exp(Q / beta)`` holds exactly in
+    sequential tasks too. As ``beta -> 0`` they approach the hard values of :class:`ValueSearch`.
+    """
+
+    def __init__(self, env: HarnessEnv, beta: float, node_limit: int = 20_000) -> None:
+        super().__init__(env, node_limit)
+        self.beta = beta
+
+    def value(self, steps_left: int) -> float:
+        if steps_left <= 0:
+            return 0.0
+        key = (self.task.digest(), steps_left)
+        if key in self.memo:
+            return self.memo[key]
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            raise SearchTooBig
+        q = np.array([self.q_value(a, steps_left) for a in self.actions()])
+        value = (
+            0.0 if q.size == 0 else float(self.beta * (np.logaddexp.reduce(q / self.beta) - np.log(q.size)))
+        )
         self.memo[key] = value
         return value
 

@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from harness_gym.analysis.ceiling import HarnessLike, ValueSearch
+from harness_gym.analysis.ceiling import HarnessLike, SoftValueSearch, ValueSearch
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.presets import resolve_harness
 from harness_gym.core.task import Action, Task
@@ -73,11 +73,15 @@ def collect_states(
     max_prefix: int = 2,
     rng_seed: int = 0,
     node_limit: int = 5_000,
+    soft_beta: float | None = None,
 ) -> list[StateRecord]:
     """States reached by random legal prefixes (0..max_prefix actions) from each seed.
 
     Each record holds the observation under ``harness`` and the exact Q value of every
-    legal action the harness exposes, with the budget that remains at that state.
+    legal action the harness exposes, with the budget that remains at that state: hard
+    values (best continuation), or with ``soft_beta`` the KL-regularized values against a
+    uniform reference (:class:`~harness_gym.analysis.ceiling.SoftValueSearch`), the ones the
+    identity is exact for in multi-step tasks.
     """
     from harness_gym.core.registry import get_task
 
@@ -105,7 +109,9 @@ def collect_states(
         actions = env.legal_actions()
         if len(actions) < 2:
             continue
-        search = ValueSearch(env, node_limit)
+        search = (
+            ValueSearch(env, node_limit) if soft_beta is None else SoftValueSearch(env, soft_beta, node_limit)
+        )
         steps_left = env.budget - info["step"]
         q = np.array([search.q_value(a, steps_left) for a in actions])
         records.append(
