@@ -229,8 +229,13 @@ def write_outputs(
     ax1.set_title(f"{TASK}: trained under Json, evaluated under one-factor changes")
     ax1.legend(fontsize=8)
     names = list(held_rows)
-    ax2.bar(np.arange(len(names)) - 0.2, [held_rows[n][0] for n in names], 0.4, label="training harnesses")
-    ax2.bar(np.arange(len(names)) + 0.2, [held_rows[n][1] for n in names], 0.4, label="held-out harnesses")
+    ax2.bar(
+        np.arange(len(names)) - 0.2,
+        [held_rows[n][0] for n in names],
+        0.4,
+        label="the subset's training points",
+    )
+    ax2.bar(np.arange(len(names)) + 0.2, [held_rows[n][1] for n in names], 0.4, label="held-out points")
     ax2.set_xticks(np.arange(len(names)), names, rotation=25, ha="right", fontsize=8)
     ax2.set_ylim(0, 1.05)
     ax2.set_title("generalization to held-out harnesses")
@@ -278,7 +283,8 @@ def write_outputs(
         f"array of the rest; evaluation used {len(test_points)} held-out points drawn with harness "
         "seed 1 (each takes at least one held-out level).",
         "",
-        "| policy | success on training harnesses | mean success on held-out harnesses | worst held-out |",
+        "| policy | mean success on the subset's training points | mean success on held-out points "
+        "| worst held-out point |",
         "|---|---|---|---|",
     ]
     for name, (tr, te, worst) in held_rows.items():

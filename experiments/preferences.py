@@ -173,6 +173,14 @@ def write_outputs(
         "The identity itself, on the exact soft-optimal policy pi* ∝ pi_ref exp(Q_H/beta) over the "
         "same reference: " + "; ".join(f"{n}: Pearson {r.pearson:.3f}" for n, r in identity.items()) + ".",
         "",
+        "Reading it: the identity is exact at the KL-regularized optimum (last line). A finite GRPO "
+        "run is not that optimum, and its group-relative advantages are zero whenever every episode "
+        "of a group succeeds, so under the loose budget it never learns that a wasted step is "
+        "harmless: both trained policies prefer the direct path, which is what the tight harness "
+        "values. The harness still shows in the recovered preferences: each policy's implied "
+        "differences agree more with the loose harness's values when it was trained under the "
+        "loose harness than when it was trained under the tight one.",
+        "",
         f"Run time: {seconds / 60:.1f} minutes.",
         "",
     ]
