@@ -125,6 +125,7 @@ class ValueSearch:
         return float(result.reward) + future
 
     def value(self, steps_left: int) -> float:
+        """The best return from the current state with ``steps_left`` steps (memoized)."""
         if steps_left <= 0:
             return 0.0
         key = (self.task.digest(), steps_left)
@@ -133,12 +134,17 @@ class ValueSearch:
         self.nodes += 1
         if self.nodes > self.node_limit:
             raise SearchTooBig
+        value = self.combine(steps_left)
+        self.memo[key] = value
+        return value
+
+    def combine(self, steps_left: int) -> float:
+        """The state's value from its actions' Q values: the best one (stop at the maximum)."""
         value = 0.0
         for action in self.actions():
             value = max(value, self.q_value(action, steps_left))
             if value >= self.best_possible:
                 break
-        self.memo[key] = value
         return value
 
 
@@ -154,21 +160,12 @@ class SoftValueSearch(ValueSearch):
         super().__init__(env, node_limit)
         self.beta = beta
 
-    def value(self, steps_left: int) -> float:
-        if steps_left <= 0:
-            return 0.0
-        key = (self.task.digest(), steps_left)
-        if key in self.memo:
-            return self.memo[key]
-        self.nodes += 1
-        if self.nodes > self.node_limit:
-            raise SearchTooBig
+    def combine(self, steps_left: int) -> float:
+        """The soft value: ``beta * log mean_a exp(Q(s,a) / beta)`` over the exposed actions."""
         q = np.array([self.q_value(a, steps_left) for a in self.actions()])
-        value = (
-            0.0 if q.size == 0 else float(self.beta * (np.logaddexp.reduce(q / self.beta) - np.log(q.size)))
-        )
-        self.memo[key] = value
-        return value
+        if q.size == 0:
+            return 0.0
+        return float(self.beta * (np.logaddexp.reduce(q / self.beta) - np.log(q.size)))
 
 
 def _search(env: HarnessEnv, node_limit: int) -> float:
