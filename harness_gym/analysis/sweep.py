@@ -788,7 +788,14 @@ def _run_local(
             for slot in slots:
                 while queue and slot.can_take(queue[0]):
                     work = queue.popleft()
-                    owner[slot.submit(work, args)] = (slot, work)
+                    try:
+                        owner[slot.submit(work, args)] = (slot, work)
+                    except BrokenProcessPool:
+                        # The worker died running earlier work whose failure is not collected
+                        # yet: keep this work for a healthy slot; the slot resets when that
+                        # earlier work settles.
+                        slot.broken = True
+                        queue.appendleft(work)
             done, _ = wait(list(owner), return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: owner[f][1].cells[0].index):
                 slot, work = owner.pop(future)
