@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import gymnasium as gym
 import pytest
 
@@ -20,6 +22,17 @@ def task_id(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=PRESET_NAMES)
 def preset(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Small models train fastest on one thread, and two test workers share two cores."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def play_oracle(env: gym.Env, seed: int) -> tuple[list[str], dict]:

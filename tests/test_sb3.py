@@ -5,28 +5,19 @@ from __future__ import annotations
 import argparse
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch  # noqa: E402
 
-from harness_gym import PRESETS, Harness, make_env  # noqa: E402
-from harness_gym.analysis.rollout import evaluate as evaluate_agent  # noqa: E402
-from harness_gym.baselines import sb3  # noqa: E402
-from harness_gym.baselines.agents import RandomAgent  # noqa: E402
+from harness_gym import PRESETS, Harness, make_env
+from harness_gym.analysis.rollout import evaluate as evaluate_agent
+from harness_gym.baselines import sb3
+from harness_gym.baselines.agents import RandomAgent
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 TINY = {"n_steps": 64, "batch_size": 64, "n_epochs": 2}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread() -> Iterator[None]:
-    """Small models run fastest on one thread, and two test workers share two cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

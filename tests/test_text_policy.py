@@ -6,7 +6,6 @@ import argparse
 import copy
 import io
 import json
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -30,16 +29,9 @@ from harness_gym.baselines.text_policy import (  # noqa: E402
     success_rate,
 )
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SMALL = TextPolicyConfig(dim=16, hidden=16, dilations=(1, 2))
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread() -> Iterator[None]:
-    """Small models run fastest on one thread, and two test workers share two cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def states(task: str = "EnterText", preset: str = "Json", n: int = 6) -> list[tuple[str, list[str]]]:
