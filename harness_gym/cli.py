@@ -12,7 +12,7 @@ import fnmatch
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
 
@@ -26,18 +26,9 @@ from harness_gym.baselines.agents import AGENTS, make_agent
 from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, Harness
 from harness_gym.core.presets import PRESETS
 from harness_gym.core.registry import TASKS, registered_env_ids
+from harness_gym.progress import progress
 
 T = TypeVar("T")
-
-
-def progress(items: Iterable[T], total: int, desc: str, unit: str = "ep") -> Iterator[T]:
-    """A tqdm progress bar on stderr when tqdm is installed, else the items unchanged."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        yield from items
-        return
-    yield from tqdm(items, total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
 
 def resolve_env_ids(patterns: Sequence[str]) -> list[str]:

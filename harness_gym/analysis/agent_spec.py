@@ -265,12 +265,9 @@ class StyledOracleAgent:
     """
 
     def __init__(self, env: gym.Env, style: Any) -> None:
-        from harness_gym.core.env import HarnessEnv
+        from harness_gym.core.env import unwrap_harness_env
 
-        base = env.unwrapped
-        if not isinstance(base, HarnessEnv):
-            raise TypeError(f"StyledOracleAgent needs a HarnessEnv, got {type(base).__name__}")
-        self.env = base
+        self.env = unwrap_harness_env(env, "StyledOracleAgent")
         self.style = style
         self.name = "oracle@" + style.id
         self._bound: dict[Any, Any] = {}

@@ -38,6 +38,7 @@ from typing import Any, TextIO
 
 from harness_gym.analysis.agent_spec import AgentSpec, parse_agent
 from harness_gym.core.harness import Harness
+from harness_gym.progress import progress_bar
 
 SWEEP_FILE = "sweep.json"
 ROWS_JSONL = "episodes.jsonl"
@@ -534,7 +535,7 @@ class _RowWriter:
         self.fh = path.open("a")
         self.rows: list[dict[str, Any]] = []
         self.errors = 0
-        self.bar = _progress_bar(total, show, desc)
+        self.bar = progress_bar(total, desc, unit="cell", enabled=show and total > 0, smoothing=0.1)
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
         n = 0
@@ -553,16 +554,6 @@ class _RowWriter:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-
-def _progress_bar(total: int, show: bool, desc: str) -> Any:
-    if not show or total == 0:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="cell", file=sys.stderr, leave=False, smoothing=0.1)
 
 
 def _atomic_write(path: Path, text: str) -> None:

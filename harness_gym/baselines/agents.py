@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.env import HarnessEnv
+from harness_gym.core.env import unwrap_harness_env
 
 
 @runtime_checkable
@@ -52,10 +52,7 @@ class OracleAgent:
     name = "oracle"
 
     def __init__(self, env: gym.Env) -> None:
-        base = env.unwrapped
-        if not isinstance(base, HarnessEnv):
-            raise TypeError(f"OracleAgent needs a HarnessEnv, got {type(base).__name__}")
-        self.env = base
+        self.env = unwrap_harness_env(env, "OracleAgent")
 
     def reset(self, seed: int | None = None) -> None:
         pass

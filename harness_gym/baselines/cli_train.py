@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness_gym.progress import progress
+
 TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy")
 
 
@@ -179,7 +181,7 @@ def run_model_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for env_id in env_ids:
             env = _make_env(env_id, harness)
             agent = TextPolicyAgent(policy, greedy=greedy, seed=seed)
-            for s in _progress(range(seed, seed + episodes), env_id):
+            for s in progress(range(seed, seed + episodes), episodes, env_id):
                 rows.append(run_episode(env, agent, s, "text_policy"))
             env.close()
     else:
@@ -235,14 +237,6 @@ def _harness_id(spec: dict[str, Any]) -> str:
     from harness_gym.core.harness import Harness
 
     return Harness.from_dict(spec).id
-
-
-def _progress(items: range, desc: str) -> Any:
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return items
-    return tqdm(items, desc=desc, unit="ep", file=sys.stderr, leave=False)
 
 
 def _json_object(text: str, flag: str) -> dict[str, Any]:

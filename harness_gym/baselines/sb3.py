@@ -19,8 +19,7 @@ This module imports torch and stable-baselines3; ``import harness_gym`` does not
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +42,11 @@ except ImportError as err:  # pragma: no cover - depends on the environment
     ) from err
 
 from harness_gym.analysis.rollout import EpisodeResult, run_episode
-from harness_gym.core.env import HarnessEnv
+from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
+from harness_gym.progress import progress as progress_iter
+from harness_gym.progress import progress_bar
 from harness_gym.wrappers.discrete import (
     DEFAULT_MAX_ACTIONS,
     INVALID_ACTION_TEXT,
@@ -128,13 +129,6 @@ class CompactInfo(gym.Wrapper):
         return info
 
 
-def _harness_env(env: gym.Env) -> HarnessEnv:
-    base = env.unwrapped
-    if not isinstance(base, HarnessEnv):
-        raise TypeError(f"expected a harness_gym env, got {type(base).__name__}")
-    return base
-
-
 # -- progress -------------------------------------------------------------------------------
 
 
@@ -147,17 +141,17 @@ class TqdmCallback(BaseCallback):
         self.bar: Any = None
 
     def _on_training_start(self) -> None:
-        from tqdm import tqdm
-
         total = self.locals["total_timesteps"] - self.model.num_timesteps
-        self.bar = tqdm(total=total, desc=self.desc, unit="step", file=sys.stderr, leave=False)
+        self.bar = progress_bar(total, self.desc, unit="step")
 
     def _on_step(self) -> bool:
-        self.bar.update(self.training_env.num_envs)
+        if self.bar is not None:
+            self.bar.update(self.training_env.num_envs)
         return True
 
     def _on_training_end(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 # -- the trained model ------------------------------------------------------------------------
@@ -305,7 +299,7 @@ def train(
     features = features or HashedFeatures()
     params = {**DEFAULT_HYPERPARAMS[algo], **dict(hyperparams or {})}
     probe = make_harness_env(env_id, harness)
-    base = _harness_env(probe)
+    base = unwrap_harness_env(probe, "sb3.train")
     trained_harness, task_id = base.harness, base.task.task_id
     probe.close()
 
@@ -352,23 +346,14 @@ def evaluate(
     Rows record the harness played, and ``extra`` records the harness the model was trained under.
     """
     env = make_harness_env(env_id or trained.env_id, harness)
-    task_id = _harness_env(env).task.task_id
+    task_id = unwrap_harness_env(env, "sb3.evaluate").task.task_id
     if task_id != trained.task_id:
         raise ValueError(f"the model was trained on task {trained.task_id!r}; {env_id!r} is task {task_id!r}")
     agent = trained.agent(deterministic)
     results = []
-    for s in _progress(range(seed, seed + episodes), episodes, f"eval {trained.algo}", progress):
+    for s in progress_iter(range(seed, seed + episodes), episodes, f"eval {trained.algo}", enabled=progress):
         row = run_episode(env, agent, s, trained.algo)
         row.extra = {"trained_harness_id": trained.harness.id, "trained_env_id": trained.env_id}
         results.append(row)
     env.close()
     return results
-
-
-def _progress(items: range, total: int, desc: str, enabled: bool) -> Iterator[int]:
-    if not enabled:
-        yield from items
-        return
-    from tqdm import tqdm
-
-    yield from tqdm(items, total=total, desc=desc, unit="ep", file=sys.stderr, leave=False)

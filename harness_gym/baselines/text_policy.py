@@ -50,7 +50,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness_gym.core.env import HarnessEnv
+from harness_gym.core.env import unwrap_harness_env
+from harness_gym.progress import progress_bar
 from harness_gym.wrappers.encoding import repeated_words, token_codes, tokenize
 
 GROUPINGS = ("within", "cross")
@@ -513,7 +514,7 @@ class GRPOTrainer:
         self.generator = torch.Generator().manual_seed(config.seed)
         n = config.instances * config.group_size
         self.envs = [[factory() for _ in range(n)] for factory in env_factories]
-        tasks = {_base(pool[0]).task.task_id for pool in self.envs}
+        tasks = {unwrap_harness_env(pool[0], "the text policy").task.task_id for pool in self.envs}
         if len(tasks) != 1:
             raise ValueError(f"all training envs must present the same task, got {sorted(tasks)}")
         self.history: list[dict[str, float]] = []
@@ -576,7 +577,7 @@ class GRPOTrainer:
     def train(self, iterations: int | None = None, progress: bool = False) -> list[dict[str, float]]:
         """Run ``iterations`` collect-and-update rounds; return one stats row per iteration."""
         total = self.config.iterations if iterations is None else iterations
-        bar = _progress(total, "grpo") if progress else None
+        bar = progress_bar(total, "grpo", unit="it", enabled=progress)
         for _ in range(total):
             start = time.perf_counter()
             self.policy.eval()
@@ -598,21 +599,6 @@ class GRPOTrainer:
         if bar is not None:
             bar.close()
         return self.history
-
-
-def _progress(total: int, desc: str) -> Any:
-    import sys
-
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="it", file=sys.stderr, leave=False)
-
-
-def _base(env: gym.Env) -> HarnessEnv:
-    base = env.unwrapped
-    if not isinstance(base, HarnessEnv):
-        raise TypeError(f"the text policy trains on HarnessEnv, got {type(base).__name__}")
-    return base
 
 
 # -- agent adapter ----------------------------------------------------------------------------

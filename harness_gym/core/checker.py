@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.env import HarnessEnv
+from harness_gym.core.env import HarnessEnv, unwrap_harness_env
 from harness_gym.core.harness import Harness, HarnessSpecError
 from harness_gym.core.task import Task
 
@@ -108,9 +108,7 @@ def check_harness(
     from harness_gym.core.registry import get_task
 
     if isinstance(env_or_harness, gym.Env):
-        base = env_or_harness.unwrapped
-        if not isinstance(base, HarnessEnv):
-            raise TypeError(f"check_harness needs a HarnessEnv, got {type(base).__name__}")
+        base = unwrap_harness_env(env_or_harness, "check_harness")
         task_cls: type[Task] = type(base.task)
         harness = base.harness
     else:

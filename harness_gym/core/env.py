@@ -271,3 +271,13 @@ class HarnessEnv(gym.Env[str, str]):
             "error_kind": self._error_kind,
             "legal_actions": [self.bound.format_action(a) for a in self.legal_actions()],
         }
+
+
+def unwrap_harness_env(env: gym.Env, user: str = "this") -> HarnessEnv:
+    """The HarnessEnv under any wrappers, or a TypeError naming who needed one."""
+    base = env.unwrapped
+    if not isinstance(base, HarnessEnv):
+        raise TypeError(
+            f"{user} needs a harness_gym HarnessEnv underneath, got {type(base).__name__}"
+        )
+    return base

@@ -162,13 +162,6 @@ class Task(ABC):
         """A short stable hash of :meth:`state`."""
         return state_digest(self.state())
 
-    @classmethod
-    def action_spec(cls, name: str) -> ActionSpec:
-        for spec in cls.action_specs:
-            if spec.name == name:
-                return spec
-        raise KeyError(name)
-
 
 def state_digest(state: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of a JSON-serializable state."""

@@ -20,18 +20,8 @@ from typing import Any
 import gymnasium as gym
 
 from harness_gym.core import perturbations as P
-from harness_gym.core.env import HarnessEnv
+from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.perturbations import Perturbation
-
-
-def harness_env(env: gym.Env) -> HarnessEnv:
-    """The HarnessEnv under any wrappers, or a TypeError that says what is needed."""
-    base = env.unwrapped
-    if not isinstance(base, HarnessEnv):
-        raise TypeError(
-            f"harness wrappers need a harness_gym HarnessEnv underneath, got {type(base).__name__}"
-        )
-    return base
 
 
 class PerturbHarness(gym.Wrapper):
@@ -40,7 +30,7 @@ class PerturbHarness(gym.Wrapper):
     def __init__(self, env: gym.Env, perturbation: Perturbation) -> None:
         super().__init__(env)
         self.perturbation = perturbation
-        harness_env(env).add_perturbation(perturbation)
+        unwrap_harness_env(env, "harness wrappers").add_perturbation(perturbation)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
@@ -60,7 +50,7 @@ class ReorderFields(PerturbHarness):
         elif order == "shuffle":
             if seed is None:
                 raise ValueError("ReorderFields(order='shuffle') needs a seed")
-            perturbation = P.shuffle_fields(harness_env(env).task.field_names, seed)
+            perturbation = P.shuffle_fields(unwrap_harness_env(env, "ReorderFields").task.field_names, seed)
         elif isinstance(order, str):
             raise ValueError(f"order must be 'reversed', 'shuffle' or a list of field names, got {order!r}")
         else:

@@ -14,9 +14,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.space import HarnessSpace
-from harness_gym.wrappers.perturbation import harness_env
 
 
 class SampleHarness(gym.Wrapper):
@@ -39,7 +39,7 @@ class SampleHarness(gym.Wrapper):
         self.space = space
         self.harness_seed = int(harness_seed)
         self.per = per
-        base = harness_env(env)
+        base = unwrap_harness_env(env, "harness wrappers")
         if per == "env":
             fixed = self._draw([self.harness_seed])
             base.set_harness_source(lambda _seed: fixed)
