@@ -161,6 +161,70 @@ def test_duplicate_features_mark_words_repeated_from_the_instruction() -> None:
         enc.encode(b"bytes")  # type: ignore[arg-type]
 
 
+# -- the menu part ---------------------------------------------------------------------------
+
+MENU = HashedFeatures(dim=1 << 12, menu_slots=4, menu_dim=1 << 14)
+
+
+def menu_part(features: HashedFeatures, text: str, actions: list[str]) -> np.ndarray:
+    return np.flatnonzero(features.encode(text, actions)[features.dim :])
+
+
+def test_menu_features_mark_the_slot_that_repeats_the_instructions_word() -> None:
+    actions = ["type(3, 'moss')", "type(3, 'Piano')", "click(4)"]
+    with_word = 'Enter "Piano" into the field'
+    without = 'Enter "Kettle" into the field'
+    # Only the Piano slot's features change with the observation: it points at the quoted word.
+    assert len(menu_part(MENU, with_word, actions)) == len(menu_part(MENU, without, actions)) + 1
+    one_slot = ["type(3, 'Piano')"]
+    assert len(menu_part(MENU, with_word, one_slot)) == len(menu_part(MENU, without, one_slot)) + 1
+
+
+def test_menu_features_depend_on_slot_order_and_leave_the_observation_part_alone() -> None:
+    text = 'Enter "Piano" into the field'
+    actions = ["type(3, 'moss')", "type(3, 'Piano')", "click(4)"]
+    x, y = MENU.encode(text, actions), MENU.encode(text, actions[::-1])
+    assert x.shape == y.shape == (MENU.size,) == MENU.space.shape
+    assert np.array_equal(x[: MENU.dim], y[: MENU.dim])
+    assert not np.array_equal(x[MENU.dim :], y[MENU.dim :])
+    assert np.array_equal(x[: MENU.dim], HashedFeatures(dim=MENU.dim).encode(text))
+    # Slots past menu_slots are not encoded.
+    five = [*actions, "click(5)", "click(6)"]
+    assert np.array_equal(MENU.encode(text, five), MENU.encode(text, [*actions, "click(5)", "press(x)"]))
+
+
+def test_menu_features_need_the_menu() -> None:
+    with pytest.raises(TypeError, match="pass the legal actions"):
+        MENU.encode("some text")
+    with pytest.raises(ValueError, match="menu_slots >= 0"):
+        HashedFeatures(menu_slots=-1)
+    env = TextEncoder(gym.make("CartPole-v1").unwrapped, features=MENU)  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="legal_actions"):
+        env.reset(seed=0)
+
+
+def test_menu_encoder_reads_the_discrete_menu_in_order() -> None:
+    features = HashedFeatures(menu_slots=DEFAULT_MAX_ACTIONS)
+    env = TextEncoder(DiscreteActions(gym.make("harness_gym/EnterText-Json-v0")), features=features)
+    x, info = env.reset(seed=2)
+    menu = env.get_wrapper_attr("legal_action_texts")()
+    assert np.array_equal(x, features.encode(info["observation_text"], menu))
+    assert x.shape == env.observation_space.shape == (features.dim + features.menu_dim,)
+    x, *_, info = env.step(1)
+    assert np.array_equal(x, features.encode(info["observation_text"], info["legal_actions"]))
+
+
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+@pytest.mark.parametrize("task", ["EnterText", "BookFlight"])
+def test_check_env_passes_with_the_menu_encoded(task: str) -> None:
+    from stable_baselines3.common.env_checker import check_env
+
+    features = HashedFeatures(menu_slots=DEFAULT_MAX_ACTIONS)
+    env = TextEncoder(DiscreteActions(gym.make(f"harness_gym/{task}-Json-v0")), features=features)
+    check_env(env, warn=True)
+    gym_check_env(env, skip_render_check=True)
+
+
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
 @pytest.mark.parametrize("preset", list(PRESETS))
 @pytest.mark.parametrize("task", ["ClickButton", "EnterText", "ClickCheckboxes"])

@@ -39,6 +39,15 @@ def test_maskable_ppo_beats_random_on_a_single_step_task() -> None:
     assert sum(r.invalid_actions for r in rows) == 0  # masks keep the model on the menu
 
 
+@pytest.mark.slow
+def test_maskable_ppo_learns_a_multi_step_task_with_the_menu_features() -> None:
+    """EnterText (type the quoted word, then submit): >= 85% greedy success after 60k steps."""
+    trained = sb3.train("maskable_ppo", "harness_gym/EnterText-Json-v0", 60_000, seed=0)
+    assert trained.features == sb3.default_features() and trained.features.menu_slots > 0
+    rows = sb3.evaluate(trained, episodes=200, seed=100_000)
+    assert np.mean([r.success for r in rows]) >= 0.85
+
+
 def test_saved_model_reloads_with_its_harness_and_acts_the_same(
     tiny_model: sb3.TrainedModel, tmp_path: Path
 ) -> None:

@@ -42,7 +42,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
     parser.add_argument("--max-actions", type=int, default=32, help="SB3: size K of the action menu")
-    parser.add_argument("--features-dim", type=int, default=2048, help="SB3: hashed feature vector length")
+    parser.add_argument("--features-dim", type=int, default=2048, help="SB3: hash buckets of the observation")
+    parser.add_argument(
+        "--menu-dim",
+        type=int,
+        default=1024,
+        help="SB3: hash buckets of the action menu's features (0: encode the observation alone)",
+    )
     parser.add_argument("--n-envs", type=int, default=4, help="SB3: parallel envs (in one process)")
     parser.add_argument(
         "--hyperparams",
@@ -76,7 +82,11 @@ def run_train(args: argparse.Namespace, out: TextIO | None = None) -> int:
         args.seed,
         harness=args.harness,
         max_actions=args.max_actions,
-        features=HashedFeatures(dim=args.features_dim),
+        features=HashedFeatures(
+            dim=args.features_dim,
+            menu_slots=args.max_actions if args.menu_dim > 0 else 0,
+            menu_dim=max(args.menu_dim, 8),
+        ),
         n_envs=args.n_envs,
         hyperparams=hyperparams,
         progress=True,

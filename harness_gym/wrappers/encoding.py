@@ -30,17 +30,19 @@ import gymnasium as gym
 import numpy as np
 
 #: Word tokens (letters, digits, underscore) and single punctuation characters.
-TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
+TOKEN_PATTERN = re.compile(r"\w+|\S")  # the same as \w+|[^\w\s], and faster
 #: Token id 0 is padding in :func:`token_ids`; hashed ids fall in ``1 .. vocab_size - 1``.
 PAD_ID = 0
 
 _CODES: dict[str, int] = {}
+_ACTION_CODES: dict[str, frozenset[int]] = {}
 _CACHE_LIMIT = 500_000
 _LOW32 = 0xFFFFFFFF
 # Odd multipliers that spread (token, position) pairs over the hash space.
 _POS_MULT = 0x9E3779B1
 _DUP_SALT = 0x5BD1E995
 _UNI_SALT = 0x27D4EB2F
+_SLOT_MULT = 0x85EBCA77
 
 
 def tokenize(text: str) -> list[str]:
@@ -57,13 +59,27 @@ def _new_code(token: str) -> int:
     return code
 
 
-def token_codes(tokens: Sequence[str]) -> np.ndarray:
-    """``int64`` codes of tokens: the low 32 bits are a stable hash (CRC32), bit 32 marks word tokens."""
+def _codes(tokens: Sequence[str]) -> list[int]:
     get = _CODES.get
     codes = [get(t) for t in tokens]
     if None in codes:
         codes = [_new_code(t) if c is None else c for c, t in zip(codes, tokens)]
-    return np.array(codes, dtype=np.int64)
+    return codes
+
+
+def token_codes(tokens: Sequence[str]) -> np.ndarray:
+    """``int64`` codes of tokens: the low 32 bits are a stable hash (CRC32), bit 32 marks word tokens."""
+    return np.array(_codes(tokens), dtype=np.int64)
+
+
+def _action_codes(text: str) -> frozenset[int]:
+    """The set of token codes of one action text (cached: menus repeat from step to step)."""
+    codes = _ACTION_CODES.get(text)
+    if codes is None:
+        if len(_ACTION_CODES) >= _CACHE_LIMIT:
+            _ACTION_CODES.clear()
+        codes = _ACTION_CODES[text] = frozenset(_codes(TOKEN_PATTERN.findall(text)))
+    return codes
 
 
 def token_hash(token: str) -> int:
@@ -119,6 +135,9 @@ class HashedFeatures:
         positional: add ``(token, position)`` features (what makes field order matter).
         unigrams: add position-free ``token`` features.
         duplicates: add ``(duplicate, position)`` features for repeated word tokens.
+        menu_slots: also encode the first ``menu_slots`` legal actions as the harness writes
+            them (0: the observation alone). See :meth:`encode`.
+        menu_dim: hash buckets of the menu part, appended after the ``dim`` observation ones.
     """
 
     dim: int = 2048
@@ -126,59 +145,114 @@ class HashedFeatures:
     positional: bool = True
     unigrams: bool = True
     duplicates: bool = True
+    menu_slots: int = 0
+    menu_dim: int = 1024
 
     def __post_init__(self) -> None:
         if self.dim < 8 or self.max_tokens < 1:
             raise ValueError(f"need dim >= 8 and max_tokens >= 1, got {self.dim}, {self.max_tokens}")
+        if self.menu_slots < 0 or (self.menu_slots and self.menu_dim < 8):
+            raise ValueError(
+                f"need menu_slots >= 0 and menu_dim >= 8, got {self.menu_slots}, {self.menu_dim}"
+            )
+
+    @property
+    def size(self) -> int:
+        """Length of the feature vector: ``dim``, plus ``menu_dim`` when the menu is encoded."""
+        return self.dim + (self.menu_dim if self.menu_slots else 0)
 
     @property
     def space(self) -> gym.spaces.Box:
-        return gym.spaces.Box(0.0, 1.0, shape=(self.dim,), dtype=np.float32)
+        return gym.spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def encode(self, text: str) -> np.ndarray:
-        """The feature vector of one text (``float32``, shape ``(dim,)``, values 0 or 1)."""
+    def encode(self, text: str, actions: Sequence[str] | None = None) -> np.ndarray:
+        """The feature vector of one text (``float32``, shape ``(size,)``, values 0 or 1).
+
+        With ``menu_slots``, ``actions`` are the legal actions as the harness writes them, in
+        menu order. Slot ``k`` adds ``(k, token)`` for the tokens that set its action apart from
+        the other slots (what it does), and ``(k, position)`` for each observation position
+        holding one of those tokens (what it refers to): a linear layer can then prefer the
+        slot that types the word the instruction quotes, the way a language model copies it.
+        """
         if not isinstance(text, str):
             raise TypeError(
                 f"HashedFeatures.encode takes the observation text (a str), got {type(text).__name__}"
             )
-        codes = token_codes(tokenize(text)[: self.max_tokens])
-        out = np.zeros(self.dim, dtype=np.float32)
-        n = len(codes)
-        if n == 0:
-            return out
+        codes = token_codes(TOKEN_PATTERN.findall(text)[: self.max_tokens])
         hashes = codes & _LOW32
         parts = []
         if self.positional:
-            parts.append((hashes ^ self._position_hash[:n]) % self.dim)
+            parts.append((hashes ^ self._position_hash[: len(codes)]) % self.dim)
         if self.unigrams:
             parts.append((hashes ^ _UNI_SALT) % self.dim)
         if self.duplicates:
-            parts.append(self._duplicate_index[:n][repeated_words(codes)])
+            parts.append(self._duplicate_index[: len(codes)][repeated_words(codes)])
+        if self.menu_slots:
+            if actions is None:
+                raise TypeError("this HashedFeatures encodes the menu: pass the legal actions too")
+            parts.append(np.array(self._menu_index(codes, actions), dtype=np.int64))
+        out = np.zeros(self.size, dtype=np.float32)
         if parts:
             out[np.concatenate(parts)] = 1.0
         return out
+
+    def _menu_index(self, codes: np.ndarray, actions: Sequence[str]) -> list[int]:
+        slots = [_action_codes(a) for a in list(actions)[: self.menu_slots]]
+        if not slots:
+            return []
+        common = frozenset.intersection(*slots) if len(slots) > 1 else frozenset()
+        distinct = [slot - common for slot in slots]
+        wanted = frozenset().union(*distinct)
+        where: dict[int, list[int]] = {}
+        for position, code in enumerate(codes.tolist()):
+            if code in wanted:
+                where.setdefault(code, []).append(position)
+        dim, menu_dim, salts, positions = self.dim, self.menu_dim, self._slot_salt, self._position_list
+        index = []
+        for k, own in enumerate(distinct):
+            salt = salts[k]
+            for code in own:
+                index.append(dim + ((code & _LOW32) ^ salt) % menu_dim)
+                index += [dim + (positions[p] ^ salt ^ _DUP_SALT) % menu_dim for p in where.get(code, ())]
+        return index
 
     @cached_property
     def _position_hash(self) -> np.ndarray:
         return (np.arange(self.max_tokens, dtype=np.int64) * _POS_MULT) & _LOW32
 
     @cached_property
+    def _position_list(self) -> list[int]:
+        return self._position_hash.tolist()
+
+    @cached_property
     def _duplicate_index(self) -> np.ndarray:
         positions = np.arange(self.max_tokens, dtype=np.int64)
         return ((positions * _POS_MULT + _DUP_SALT) & _LOW32) % self.dim
 
-    def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self.encode(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+    @cached_property
+    def _slot_salt(self) -> list[int]:
+        return [((k + 1) * _SLOT_MULT) & _LOW32 for k in range(self.menu_slots)]
+
+    def encode_batch(
+        self, texts: Sequence[str], actions: Sequence[Sequence[str]] | None = None
+    ) -> np.ndarray:
+        """:meth:`encode` of each text (with its menu when ``actions`` is given), stacked."""
+        if not texts:
+            return np.zeros((0, self.size), np.float32)
+        menus = actions if actions is not None else [None] * len(texts)
+        return np.stack([self.encode(t, a) for t, a in zip(texts, menus)])
 
 
 class TextEncoder(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Replace the observation text with its :class:`HashedFeatures` vector.
 
     The raw text stays available as ``info["observation_text"]`` (after ``reset`` and ``step``)
-    and as :attr:`last_text`, so text-reading agents and analyses can still see it.
+    and as :attr:`last_text`, so text-reading agents and analyses can still see it. When the
+    features encode the menu (``menu_slots``), the menu is ``info["legal_actions"]`` in order:
+    the slots of :class:`~harness_gym.wrappers.DiscreteActions`.
     """
 
     def __init__(self, env: gym.Env, features: HashedFeatures | None = None, **kwargs: Any) -> None:
@@ -189,17 +263,27 @@ class TextEncoder(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         gym.ObservationWrapper.__init__(self, env)
         self.observation_space = self.features.space
         self.last_text = ""
+        self._menu: list[str] = []
 
     def observation(self, observation: Any) -> np.ndarray:
         self.last_text = observation
-        return self.features.encode(observation)
+        return self.features.encode(observation, self._menu if self.features.menu_slots else None)
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(**kwargs)
-        info["observation_text"] = observation
-        return self.observation(observation), info
+        return self._encode(observation, info), info
 
     def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
+        return self._encode(observation, info), reward, terminated, truncated, info
+
+    def _encode(self, observation: str, info: dict[str, Any]) -> np.ndarray:
         info["observation_text"] = observation
-        return self.observation(observation), reward, terminated, truncated, info
+        if self.features.menu_slots:
+            if "legal_actions" not in info:
+                raise KeyError(
+                    "these features encode the menu, which is info['legal_actions']; "
+                    "wrap a HarnessEnv (gym.make('harness_gym/...') or harness_gym.make_env)"
+                )
+            self._menu = info["legal_actions"]
+        return self.observation(observation)
