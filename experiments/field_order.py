@@ -247,7 +247,7 @@ def write_outputs(
     lines = [
         "# The field-order result, reproduced",
         "",
-        "Regenerate (about 10 minutes on 2 CPU cores):",
+        "Regenerate (5 to 10 minutes on 2 CPU cores):",
         "",
         "```sh",
         ".venv/bin/python experiments/field_order.py --out docs",
@@ -257,6 +257,9 @@ def write_outputs(
         f"{iters} GRPO iterations; MaskablePPO: {ppo_steps:,} steps) and evaluated greedily on seeds "
         f"0..{n_eval - 1}, which training never drew. 95% Wilson intervals in brackets. Both "
         "multi-harness policies trained for the same number of iterations."
+        + " MaskablePPO reads `harness_gym.baselines.sb3.default_features`: hashed tokens of the "
+        "observation with their positions, and of each menu slot's action text with the "
+        "observation positions that repeat it."
         + (" **Quick smoke run: small budgets, not the reported figures.**" if quick else ""),
         "",
         "![field order](field_order.png)",
