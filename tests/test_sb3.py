@@ -133,6 +133,8 @@ def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
     assert cli_train.run_train(args, out) == 0
     assert f"trained under harness {PRESETS['Json'].id}" in out.getvalue()
     assert (out_dir / "model.zip").exists()
+    features = json.loads((out_dir / "run.json").read_text())["features"]
+    assert features["menu_slots"] == 32 and features["menu_dim"] == 1024  # the menu, by default
 
     eval_parser = argparse.ArgumentParser()
     eval_parser.add_argument("--env", action="append", required=True)
@@ -150,3 +152,17 @@ def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
     assert PRESETS["JsonReversed"].id in text
     with pytest.raises(SystemExit, match="not a model directory"):
         cli_train.run_model_eval(eval_parser.parse_args(["--model", str(tmp_path), "--env", "all"]), out)
+
+
+def test_cli_menu_dim_zero_trains_on_the_observation_alone(tmp_path: Path) -> None:
+    from harness_gym.baselines import cli_train
+
+    parser = argparse.ArgumentParser()
+    cli_train.add_train_arguments(parser)
+    args = parser.parse_args(
+        ["--env", "harness_gym/ClickButton-Json-v0", "--steps", "64", "--n-envs", "1", "--menu-dim", "0",
+         "--hyperparams", json.dumps(TINY), "--eval-episodes", "0", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert cli_train.run_train(args, io.StringIO()) == 0
+    loaded = sb3.load(tmp_path)
+    assert loaded.features.menu_slots == 0 and loaded.model.observation_space.shape == (2048,)
