@@ -6,11 +6,13 @@ Chromium or Playwright fails these tests with the install command; nothing is sk
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -21,7 +23,7 @@ from gymnasium.utils.env_checker import check_env
 import harness_gym
 import harness_gym.envs.browser as browser_pkg
 from harness_gym import PRESETS
-from harness_gym.envs.browser.assets import available_subdomains
+from harness_gym.envs.browser.assets import available_subdomains, server_url
 from harness_gym.envs.browser.browser import (
     BrowserSession,
     BrowserUnavailableError,
@@ -236,6 +238,35 @@ def test_snapshot_restore_replays_the_episode(session: BrowserSession) -> None:
 
 
 # -- browser lifecycle ------------------------------------------------------------------------
+
+
+def test_every_reset_runs_in_a_freshly_loaded_document(session: BrowserSession) -> None:
+    """A mark left in one episode's document is gone in the next (new DOM, new realm)."""
+    env = make_browser_env("BrowserClickTest", session=session)
+    origins = set()
+    for seed in range(6):  # more episodes than tabs, so tabs are reused
+        env.reset(seed=seed)
+        task = env.task
+        assert session.call(task._page, "(() => window.__testMark === undefined)")
+        session.call(task._page, "(() => { window.__testMark = 1; })")
+        origins.add(session.call(task._page, "(() => performance.timeOrigin)"))
+        env.step(env.oracle_action())
+    assert len(origins) == 6
+    env.close()
+
+
+def test_asset_server_serves_the_miniwob_files_and_nothing_else() -> None:
+    base = urllib.parse.urlsplit(server_url())
+    connection = http.client.HTTPConnection(base.hostname, base.port, timeout=10)
+    for path, status in [("/core/core.js", 200), ("/../../../../etc/passwd", 404), ("/nope.js", 404)]:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == status, path
+        if status == 200:
+            assert "immutable" in response.getheader("Cache-Control")
+            assert b"core.startEpisodeReal" in body
+    connection.close()
 
 
 def _browser_main_pid(env: BrowserEnv) -> int:

@@ -8,8 +8,14 @@
   one thread of one process and stopped with the last of them.
 * **A fresh page per episode.** Every episode runs in a newly loaded document (a new DOM and a
   new JavaScript realm, the :mod:`virtual clock <harness_gym.envs.browser.clock>` installed
-  before any page script). The session keeps two tabs: while an episode runs in one, the other
-  loads the next episode's document, so a reset need not wait for a page load.
+  before any page script), served over HTTP by :func:`~harness_gym.envs.browser.assets.server_url`
+  so that Chromium's caches spare it the script parsing. The session keeps four tabs: while an
+  episode runs in one, the others load the next episodes' documents, so a reset need not wait
+  for a page load. The reset that starts an episode also tells the previous episode's tab (on a
+  BroadcastChannel, in the same round trip) to load the next document.
+* **Few round trips.** Page-side code is installed by init scripts and called by name through
+  the DevTools protocol: a reset is one round trip, a click or a selection one more, each
+  returning the observation.
 * **Crashes.** Any browser failure raises :class:`BrowserCrashedError`; the session is then
   marked broken and the next :meth:`BrowserSession.load` starts a new browser.
 * **Clean close.** :meth:`BrowserSession.close` closes the browser and, as a last resort,
@@ -21,6 +27,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -32,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.envs.browser.clock import INIT_SCRIPT
+from harness_gym.envs.browser.dom import PAGE_SCRIPT
 
 #: Environment variable naming the Chromium binary to use.
 CHROMIUM_ENV = "HARNESS_GYM_CHROMIUM"
@@ -61,39 +69,66 @@ VIEWPORT = {"width": 500, "height": 600}
 #: Longest wait for any single browser operation (ms).
 TIMEOUT_MS = 15_000
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
-DEFAULT_TABS = 2
-_PRELOAD_JS_BODY = """(urls) => Promise.all(urls.map((url) => {
-  const img = new Image();
-  (window.__hgImages = window.__hgImages || []).push(img);
-  img.src = url;
-  return img.decode().catch(() => null);
-}))"""
-#: Where a tab is: "stale" (old document, navigation pending), "loading", "ready" (the
-#: expected URL, loaded, MiniWoB's core and the virtual clock in place) or "other" (a
-#: loaded document of another URL).
-_READY_JS = """(url) => {
-  if (window.__hgStale) return 'stale';
-  if (document.readyState !== 'complete') return 'loading';
-  if (location.href !== url) return 'other';
-  const ok = typeof core === 'object' && typeof genProblem === 'function' && !!window.__hgClock;
-  return ok ? 'ready' : 'loading';
-}"""
-#: One round trip: if the tab is ready, decode the images and run the script; else say where
-#: the tab is.
-_RUN_WHEN_READY = (
-    "async (a) => {\n"
-    f"  const status = ({_READY_JS})(a.url);\n"
-    "  if (status !== 'ready') return {__status: status};\n"
-    f"  if (a.images.length) await ({_PRELOAD_JS_BODY})(a.images);\n"
-    "  return (__SCRIPT__)(a.arg);\n"
-    "}"
-)
-#: Start loading ``url`` in a tab without waiting: the current document is marked stale first,
-#: so a readiness check can never mistake it for the new one.
-_NAVIGATE_JS = """(url) => {
-  window.__hgStale = true;
-  (window.__hgRealSetTimeout || setTimeout)(() => location.replace(url), 0);
-}"""
+DEFAULT_TABS = 4
+#: What the DevTools protocol answers when the document went away under (or before) a call.
+_CONTEXT_GONE = ("context was destroyed", "find default execution context", "find context with")
+#: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
+#: load the next document.
+CHANNEL = "harness-gym-next-episode"
+#: Runs before any page script of every top-level document (after the clock's): the
+#: session's side of a tab, as ``window.__hgSession``:
+#:
+#: * ``ready(a, start)``: wait until this is a fresh, loaded document of ``a.url`` with
+#:   MiniWoB's core and the virtual clock in place (after every load handler, the task's own
+#:   among them), mark it used, tell the previous episode's tab to load ``a.next`` (on
+#:   :data:`CHANNEL`), decode ``a.images`` and return ``start(a.arg)``. A stale document (its
+#:   replacement is on the way) waits to be destroyed, so the caller retries in the new one;
+#:   a used document, or one of another URL, answers ``{__status: 'other'}``.
+#: * ``leave(url)``: load ``url`` in this tab, without waiting (the document is stale at once,
+#:   so ``ready`` can never mistake it for the new one).
+#:
+#: A used document that hears a URL on the channel leaves for it: so the reset that starts an
+#: episode in one tab starts the next load in another at no extra round trip.
+SESSION_SCRIPT = """
+(() => {
+  if (window !== window.top || window.__hgSession) return;
+  const later = window.__hgRealSetTimeout || window.setTimeout.bind(window);
+  const within = (promise, ms) => Promise.race([promise, new Promise((_, reject) => later(
+    () => reject(new Error('the page did not load in ' + ms + ' ms: ' + location.href)), ms))]);
+  const images = [];  // kept alive, so their decoded data stays in the page's cache
+  let used = false, stale = false;
+  const channel = new BroadcastChannel('__CHANNEL__');
+  function leave(url) {
+    stale = true;
+    later(() => location.replace(url), 0);
+  }
+  channel.onmessage = (event) => { if (used && !stale) leave(event.data); };
+  function decode(urls) {
+    return Promise.all(urls.map((url) => {
+      const img = new Image();
+      images.push(img);
+      img.src = url;
+      return img.decode().catch(() => null);
+    }));
+  }
+  async function ready(a, start) {
+    if (stale) await within(new Promise(() => {}), a.timeout);
+    if (used || location.href !== a.url) return {__status: 'other'};
+    if (document.readyState !== 'complete') {
+      const loaded = new Promise((done) => addEventListener('load', () => later(done, 0), {once: true}));
+      await within(loaded, a.timeout);
+    }
+    if (typeof core !== 'object' || typeof genProblem !== 'function' || !window.__hgClock) {
+      throw new Error('not a MiniWoB++ task page: ' + location.href);
+    }
+    used = true;
+    if (a.next) channel.postMessage(a.next);
+    if (a.images.length) await within(decode(a.images), a.timeout);
+    return start(a.arg);
+  }
+  window.__hgSession = {ready, leave};
+})();
+""".replace("__CHANNEL__", CHANNEL)
 
 
 class BrowserUnavailableError(RuntimeError):
@@ -282,7 +317,7 @@ class BrowserSession:
         self._finalizer = weakref.finalize(self, self._handles.shutdown)
         self._context: Any = None
         self._pages: list[Any] = []
-        self._cdp: list[Any] = []
+        self._cdp: list[Any] = []  # a DevTools session per tab: how scripts run in the pages
         self._active: int | None = None
         self._loading: dict[int, str] = {}  # tab -> URL it is loading, oldest first
         self._broken = False
@@ -331,9 +366,11 @@ class BrowserSession:
             handles.needles.extend(_profile_dirs(marker))
             self._context = browser.new_context(viewport=VIEWPORT)
             self._context.set_default_timeout(TIMEOUT_MS)
-            self._context.add_init_script(INIT_SCRIPT)
+            for script in (INIT_SCRIPT, SESSION_SCRIPT, PAGE_SCRIPT):  # the clock first
+                self._context.add_init_script(script)
             self._pages = [self._context.new_page() for _ in range(self.tabs)]
             self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
+            self._minimize_windows()
         except PlaywrightError as err:
             self.shutdown()
             raise BrowserCrashedError(f"could not start Chromium at {self.executable}: {err}") from err
@@ -341,6 +378,17 @@ class BrowserSession:
         self._loading = {}
         self._broken = False
         self.launches += 1
+
+    def _minimize_windows(self) -> None:
+        """Minimize the (invisible) windows of the tabs: the browser then stops compositing
+        their window frames, which it otherwise redraws on every navigation."""
+        windows = set()
+        for cdp in self._cdp:
+            window = cdp.send("Browser.getWindowForTarget")["windowId"]
+            if window not in windows:
+                windows.add(window)
+                bounds = {"windowState": "minimized"}
+                cdp.send("Browser.setWindowBounds", {"windowId": window, "bounds": bounds})
 
     def shutdown(self) -> None:
         """Close the browser (if any) and make sure none of its processes survive."""
@@ -363,74 +411,94 @@ class BrowserSession:
 
     # -- pages --------------------------------------------------------------------------------
 
-    def load(
-        self, url: str, images: tuple[str, ...] = (), script: str | None = None, arg: Any = None
-    ) -> tuple[Any, Any]:
+    def load(self, url: str, images: tuple[str, ...], script: str, arg: Any = None) -> tuple[Any, Any]:
         """A page showing a freshly loaded document of ``url`` (starting the browser if needed).
 
         ``images`` are decoded into the page's cache first (see
-        :func:`~harness_gym.envs.browser.assets.image_urls`); then ``script`` (a JavaScript
-        function, e.g. the episode start) runs on the page with ``arg``, in the same round trip
-        as the readiness check. Returns the page and the script's result. The page stays this
-        session's active page until the next :meth:`load`; :meth:`cdp` sends it raw input.
+        :func:`~harness_gym.envs.browser.assets.image_paths`); then ``script`` (a JavaScript
+        expression naming a function of the page, e.g. ``"__hgPage.start"``) runs with ``arg``,
+        in the same round trip as the wait for the document. Returns the page and what
+        ``script`` returned (:meth:`call` and :meth:`cdp` reach the page). The page is this
+        session's active page until the next :meth:`load`, which loads another document in it;
+        meanwhile the other tabs load ``url`` again, for the next episodes.
         """
         from playwright.sync_api import Error as PlaywrightError
 
         if not self.alive:
             self.start()
         try:
+            previous = self._active
             tab = next((t for t, u in self._loading.items() if u == url), None)
             if tab is None:
-                idle = [t for t in range(self.tabs) if t not in self._loading and t != self._active]
+                idle = [t for t in range(self.tabs) if t not in self._loading and t != previous]
                 # else the tab that has loaded longest (its document is of another task)
-                tab = (idle or list(self._loading) or [self._active or 0])[0]
-                self._pages[tab].goto(url, wait_until="load")
+                tab = (idle or list(self._loading) or [previous or 0])[0]
             self._loading.pop(tab, None)
-            page = self._pages[tab]
-            result = self._run_when_ready(page, url, images, script, arg)
+            # The previous episode's document hears ``url`` on the channel and loads it.
+            handover = previous is not None and previous != tab
+            payload = {"url": url, "images": list(images), "arg": arg, "timeout": TIMEOUT_MS}
+            payload["next"] = url if handover else None
+            result = self._run_when_ready(tab, url, f"__hgSession.ready({json.dumps(payload)}, {script})")
             self._active = tab
             for other in range(self.tabs):
                 if other != tab and other not in self._loading:
-                    if self._pages[other].url.startswith("file:"):
-                        self._pages[other].evaluate(_NAVIGATE_JS, url)
-                    else:  # a blank tab may not open a file URL itself: navigate it from outside
-                        self._pages[other].goto(url, wait_until="commit")
+                    if other != previous:  # not told on the channel: a blank tab, say
+                        target = json.dumps(url)
+                        self._evaluate(other, f"window.__hgSession ? __hgSession.leave({target}) : void 0")
                     self._loading[other] = url
-            return page, result
+            return self._pages[tab], result
         except PlaywrightError as err:
             self._broken = True
             raise BrowserCrashedError(f"Chromium failed while loading {url}: {err}") from err
 
-    def cdp(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a Chrome DevTools Protocol command to the active page (raw mouse input)."""
-        assert self._active is not None, "load() a page first"
-        return self._cdp[self._active].send(method, params)
+    def call(self, page: Any, function: str, *args: Any) -> Any:
+        """Call a function of a page of this session (a JavaScript expression, e.g.
+        ``"__hgPage.click"``) with JSON arguments, in one round trip; its (JSON-like) value,
+        awaited if it is a promise."""
+        return self._evaluate(self._tab(page), f"{function}({', '.join(json.dumps(a) for a in args)})")
 
-    def _run_when_ready(
-        self, page: Any, url: str, images: tuple[str, ...], script: str | None, arg: Any
-    ) -> Any:
+    def cdp(self, page: Any, method: str, params: dict[str, Any]) -> Any:
+        """Send a Chrome DevTools Protocol command to a page of this session (raw mouse input)."""
+        return self._cdp[self._tab(page)].send(method, params)
+
+    def _tab(self, page: Any) -> int:
+        """The tab showing ``page``."""
+        if page not in self._pages:
+            raise BrowserCrashedError("the page is gone (its browser was closed or restarted)")
+        return self._pages.index(page)
+
+    def _evaluate(self, tab: int, expression: str) -> Any:
+        """Evaluate ``expression`` in the document of a tab, straight through the DevTools
+        protocol: Playwright's ``evaluate`` would first install its own helper script in every
+        new document (one more round trip and a large compile per episode)."""
+        reply = self._cdp[tab].send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True, "userGesture": True},
+        )
+        details = reply.get("exceptionDetails")
+        if details is not None:
+            error = details.get("exception", {}).get("description") or details.get("text", "")
+            raise BrowserCrashedError(f"a page script failed: {error}")
+        return reply["result"].get("value")
+
+    def _run_when_ready(self, tab: int, url: str, expression: str) -> Any:
+        """Evaluate ``__hgSession.ready(...)`` (see :data:`SESSION_SCRIPT`) in a tab until it
+        runs in a fresh document of ``url``, navigating the tab there when it shows another."""
         from playwright.sync_api import Error as PlaywrightError
 
-        combined = _RUN_WHEN_READY.replace("__SCRIPT__", script or "(arg) => null")
-        payload = {"url": url, "images": list(images), "arg": arg}
         deadline = time.monotonic() + TIMEOUT_MS / 1000
-        while True:
+        while time.monotonic() < deadline:
             try:
-                result = page.evaluate(combined, payload)
+                result = self._evaluate(tab, f"window.__hgSession ? {expression} : {{__status: 'other'}}")
             except PlaywrightError as err:
-                # The old document went away under the call: the new one is on its way.
-                if "destroyed" not in str(err) and "navigat" not in str(err):
+                # The stale document went away under the call: the new one is there now.
+                if not any(gone in str(err) for gone in _CONTEXT_GONE):
                     raise
-                result = {"__status": "loading"}
-            status = result.get("__status") if isinstance(result, dict) else None
-            if status is None:
-                return result
-            if status == "other":
-                page.goto(url, wait_until="load")
                 continue
-            if time.monotonic() > deadline:
-                raise BrowserCrashedError(f"page {page.url} did not finish loading in {TIMEOUT_MS} ms")
-            time.sleep(0.001)
+            if not (isinstance(result, dict) and result.get("__status") == "other"):
+                return result
+            self._pages[tab].goto(url, wait_until="commit")
+        raise BrowserCrashedError(f"tab {tab} did not show a fresh {url} in {TIMEOUT_MS} ms")
 
 
 __all__ = [

@@ -1,12 +1,17 @@
 """Fields from the live DOM, and the page-side half of every canonical action.
 
-:data:`OBSERVE_JS` is the one ``evaluate`` call per observation: it optionally runs the
-virtual clock forward, then returns the instruction, the title, the visible element tree,
-MiniWoB's episode globals (done, reward) and, off the record, the on-screen centre of every
-element (where a ``click`` presses the mouse). Elements get small integer refs in document order
-the first time they are seen (kept in a ``WeakMap``, so the task's own DOM is not touched)
-and keep them for the episode. Hidden elements (``display: none``, ``visibility: hidden``,
-``opacity: 0`` or zero size) are left out, as in the pure-Python web suite.
+:data:`PAGE_SCRIPT` runs in every document before any page script (an init script) and
+defines the page-side functions as ``window.__hgPage``; a call names one, so only a few bytes
+cross the wire per call, and Chromium compiles the functions once per renderer process, not
+once per call. ``__hgPage.observe`` (also the tail of every action that changes the page) is
+the one round trip per observation: it optionally runs the virtual clock forward, then
+returns, as JSON text (far cheaper to pass through the driver than a tree of values), the
+instruction, the title, the visible element tree, MiniWoB's episode globals (done, reward)
+and, off the record and only when asked (``"cdp"`` clicks), the point of every element where
+a click hits it. Elements get small integer refs in document order the first time they are
+seen (kept in a ``WeakMap``, so the task's own DOM is not touched) and keep them for the
+episode. Hidden elements (``display: none``, ``visibility: hidden``, ``opacity: 0`` or zero
+size) are left out, as in the pure-Python web suite.
 
 Each element is a dict shaped like the web suite's page elements: ``ref``, ``tag`` (lower
 case), ``text`` (its own text), ``value`` (inputs, text areas, drop-down lists), ``checked``
@@ -25,10 +30,25 @@ TEXT_INPUT_TYPES = frozenset(
     {"text", "password", "email", "number", "search", "tel", "url", "date", "time", "datetime-local", "month"}
 )
 
-OBSERVE_JS = r"""
-(settle) => {
-  if (settle > 0 && window.__hgClock) window.__hgClock.advance(settle);
-  const hg = window.__hg || (window.__hg = {refOf: new WeakMap(), byRef: new Map(), next: 1});
+#: The page-side functions, as ``window.__hgPage`` (top-level documents only):
+#:
+#: * ``start(args)``: the episode start: ``Math.seedrandom(args.seed)``, MiniWoB's
+#:   ``core.startEpisodeReal()`` with the task timer cancelled, then the observation (JSON,
+#:   with ``html``, the body's markup, for the state digest);
+#: * ``observe(settle, withPoints)``: the observation (JSON);
+#: * ``click(ref, settle)``: a left click on an element, then the observation (JSON), or null
+#:   when the element is gone. The events are those a mouse press at the element's hit point
+#:   sends (the pointer entering the element under it, move, down, focus unless the press was
+#:   cancelled, up, click), dispatched at that point's topmost element;
+#: * ``point(ref)``: scroll an element into view and return a point where a click hits it
+#:   (its centre if nothing does), or null when the element is gone;
+#: * ``focus(ref)``: focus an input and select its content, so typing replaces it; whether it
+#:   exists;
+#: * ``select(ref, option, settle, withPoints)``: choose the option of a drop-down list whose
+#:   text matches, firing input and change, then the observation (JSON).
+PAGE_SCRIPT = r"""
+(() => {
+  if (window.__hgPage || window !== window.top) return;
   const SKIP_IDS = new Set(['reward-display', 'sync-task-cover', 'click-canvas', 'attention-canvas',
                             'query']);
   const SKIP_TAGS = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'BR', 'LINK', 'META', 'OPTION',
@@ -36,17 +56,17 @@ OBSERVE_JS = r"""
   const ATTRS = ['id', 'class', 'type', 'name', 'placeholder', 'for', 'title', 'role', 'alt', 'aria-label',
                  'aria-expanded', 'aria-selected', 'aria-checked', 'disabled', 'readonly', 'contenteditable'];
   const SVG_ATTRS = ['fill', 'stroke'];
+  const FRACTIONS = [0.5, 0.25, 0.75, 0.1, 0.9];
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  hg.byRef = new Map();
-  const points = [];
+  const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null};
+
   function shown(el) {
     if (!el.checkVisibility) return true;
     return el.checkVisibility({opacityProperty: true, visibilityProperty: true});
   }
   // Where a click lands on this element: the first point of a 5x5 grid over it (centre
   // first) where the element itself is hit, not something covering or clipping it.
-  const hitPoint = window.__hgHitPoint || (window.__hgHitPoint = (el, rect) => {
-    const FRACTIONS = [0.5, 0.25, 0.75, 0.1, 0.9];
+  function hitPoint(el, rect) {
     for (const fy of FRACTIONS) {
       for (const fx of FRACTIONS) {
         const x = rect.left + rect.width * fx, y = rect.top + rect.height * fy;
@@ -56,192 +76,203 @@ OBSERVE_JS = r"""
       }
     }
     return null;
-  });
+  }
   function refOf(el) {
     let ref = hg.refOf.get(el);
     if (ref === undefined) { ref = hg.next++; hg.refOf.set(el, ref); }
     hg.byRef.set(ref, el);
     return ref;
   }
-  function visit(el, out) {
-    if (SKIP_TAGS.has(el.tagName) || SKIP_IDS.has(el.id) || !shown(el)) return;
-    const rect = el.getBoundingClientRect();
-    if (rect.width === 0 || rect.height === 0) {
-      for (const child of el.children) visit(child, out);
-      return;
-    }
-    const tag = el.tagName.toLowerCase();
-    const node = {ref: refOf(el), tag: tag};
-    const point = hitPoint(el, rect);
-    if (point) points.push([node.ref, point[0], point[1]]);
-    const kids = [];
-    for (const child of el.children) visit(child, kids);
-    let text = '';
-    if (el.children.length === 0) text = norm(el.textContent);
-    else {
-      const parts = [];
-      for (const child of el.childNodes) if (child.nodeType === 3) parts.push(child.data);
-      text = norm(parts.join(' '));
-    }
-    if (tag === 'textarea' || tag === 'select') text = '';
-    if (text) node.text = text;
-    if (tag === 'input') {
-      const type = (el.type || 'text').toLowerCase();
-      if (type === 'checkbox' || type === 'radio') node.checked = el.checked;
-      else if (type !== 'button' && type !== 'submit' && type !== 'reset') node.value = el.value;
-      else if (el.value) node.text = el.value;
-    } else if (tag === 'textarea') node.value = el.value;
-    else if (tag === 'select') {
-      node.options = Array.from(el.options).map((o) => norm(o.textContent));
-      node.value = el.selectedIndex >= 0 ? norm(el.options[el.selectedIndex].textContent) : '';
-    }
-    const names = el instanceof SVGElement ? ATTRS.concat(SVG_ATTRS) : ATTRS;
-    for (const name of names) {
-      if (!el.hasAttribute(name)) continue;
-      let value = el.getAttribute(name);
-      if (name === 'class') value = norm(value);
-      if (name === 'disabled' || name === 'readonly') value = 'true';
-      if (value !== '' && value !== null) node[name] = value;
-    }
-    if (el === document.activeElement) node.focused = true;
-    if (kids.length) node.children = kids;
-    out.push(node);
+  function element(ref) {
+    const el = hg.byRef.get(ref);
+    return el && el.isConnected ? el : null;
   }
-  const page = [];
-  const wrap = document.getElementById('wrap');
-  for (const el of document.body.children) {
-    if (el === wrap) { for (const child of wrap.children) visit(child, page); }
-    else visit(el, page);
-  }
-  let utterance = '';
-  try {
-    const u = core.getUtterance();
-    utterance = typeof u === 'string' ? u : (u && u.utterance) || '';
-  } catch (e) {
-    const q = document.getElementById('query');
-    utterance = q ? norm(q.textContent) : '';
-  }
-  const reason = window.WOB_REWARD_REASON;
-  return {
-    instruction: norm(utterance),
-    title: norm(document.title),
-    page: page,
-    done: !!window.WOB_DONE_GLOBAL,
-    reward: Number(window.WOB_REWARD_GLOBAL) || 0,
-    raw_reward: Number(window.WOB_RAW_REWARD_GLOBAL) || 0,
-    reason: reason === null || reason === undefined ? null : String(reason),
-    clock_ms: window.__hgClock ? window.__hgClock.now() : null,
-    points: points,
-  };
-}
-"""
 
-#: Scroll an element into view and return a point where a click hits it (its centre if
-#: nothing does), or null when the element is gone. Used when the observation had no point.
-POINT_JS = r"""
-(ref) => {
-  const el = window.__hg && window.__hg.byRef.get(ref);
-  if (!el || !el.isConnected) return null;
-  el.scrollIntoView({block: 'center', inline: 'center'});
-  const r = el.getBoundingClientRect();
-  return (window.__hgHitPoint && window.__hgHitPoint(el, r)) || [r.left + r.width / 2, r.top + r.height / 2];
-}
-"""
-
-#: A left click on an element, then the observation, in one round trip. The events are those
-#: a mouse press at the element's hit point sends (the pointer entering the element under it,
-#: move, down, focus unless the press was cancelled, up, click), dispatched at that point's
-#: topmost element. Returns the observation, or null when the element is gone.
-CLICK_JS = r"""
-([ref, settle]) => {
-  const el = window.__hg && window.__hg.byRef.get(ref);
-  if (!el || !el.isConnected) return null;
-  let rect = el.getBoundingClientRect();
-  let point = window.__hgHitPoint(el, rect);
-  if (point === null) {
-    el.scrollIntoView({block: 'center', inline: 'center'});
-    rect = el.getBoundingClientRect();
-    point = window.__hgHitPoint(el, rect) || [rect.left + rect.width / 2, rect.top + rect.height / 2];
+  function observe(settle, withPoints) {
+    if (settle > 0 && window.__hgClock) window.__hgClock.advance(settle);
+    hg.byRef = new Map();
+    const points = [];
+    function visit(el, out) {
+      if (SKIP_TAGS.has(el.tagName) || SKIP_IDS.has(el.id) || !shown(el)) return;
+      const rect = el.getBoundingClientRect();
+      if (rect.width === 0 || rect.height === 0) {
+        for (const child of el.children) visit(child, out);
+        return;
+      }
+      const tag = el.tagName.toLowerCase();
+      const node = {ref: refOf(el), tag: tag};
+      if (withPoints) {
+        const point = hitPoint(el, rect);
+        if (point) points.push([node.ref, point[0], point[1]]);
+      }
+      const kids = [];
+      for (const child of el.children) visit(child, kids);
+      let text = '';
+      if (el.children.length === 0) text = norm(el.textContent);
+      else {
+        const parts = [];
+        for (const child of el.childNodes) if (child.nodeType === 3) parts.push(child.data);
+        text = norm(parts.join(' '));
+      }
+      if (tag === 'textarea' || tag === 'select') text = '';
+      if (text) node.text = text;
+      if (tag === 'input') {
+        const type = (el.type || 'text').toLowerCase();
+        if (type === 'checkbox' || type === 'radio') node.checked = el.checked;
+        else if (type !== 'button' && type !== 'submit' && type !== 'reset') node.value = el.value;
+        else if (el.value) node.text = el.value;
+      } else if (tag === 'textarea') node.value = el.value;
+      else if (tag === 'select') {
+        node.options = Array.from(el.options).map((o) => norm(o.textContent));
+        node.value = el.selectedIndex >= 0 ? norm(el.options[el.selectedIndex].textContent) : '';
+      }
+      const names = el instanceof SVGElement ? ATTRS.concat(SVG_ATTRS) : ATTRS;
+      for (const name of names) {
+        if (!el.hasAttribute(name)) continue;
+        let value = el.getAttribute(name);
+        if (name === 'class') value = norm(value);
+        if (name === 'disabled' || name === 'readonly') value = 'true';
+        if (value !== '' && value !== null) node[name] = value;
+      }
+      if (el === document.activeElement) node.focused = true;
+      if (kids.length) node.children = kids;
+      out.push(node);
+    }
+    const page = [];
+    const wrap = document.getElementById('wrap');
+    for (const el of document.body.children) {
+      if (el === wrap) { for (const child of wrap.children) visit(child, page); }
+      else visit(el, page);
+    }
+    let utterance = '';
+    try {
+      const u = core.getUtterance();
+      utterance = typeof u === 'string' ? u : (u && u.utterance) || '';
+    } catch (e) {
+      const q = document.getElementById('query');
+      utterance = q ? norm(q.textContent) : '';
+    }
+    const reason = window.WOB_REWARD_REASON;
+    return {
+      instruction: norm(utterance),
+      title: norm(document.title),
+      page: page,
+      done: !!window.WOB_DONE_GLOBAL,
+      reward: Number(window.WOB_REWARD_GLOBAL) || 0,
+      raw_reward: Number(window.WOB_RAW_REWARD_GLOBAL) || 0,
+      reason: reason === null || reason === undefined ? null : String(reason),
+      clock_ms: window.__hgClock ? window.__hgClock.now() : null,
+      points: points,
+    };
   }
-  const [x, y] = point;
-  const target = document.elementFromPoint(x, y) || el;
-  const base = {bubbles: true, cancelable: true, composed: true, view: window, clientX: x, clientY: y,
-                screenX: x, screenY: y, button: 0};
-  const mouse = (type, extra) => target.dispatchEvent(new MouseEvent(type, Object.assign({}, base, extra)));
-  const pointer = (type, extra) => target.dispatchEvent(new PointerEvent(type, Object.assign(
-    {pointerId: 1, pointerType: 'mouse', isPrimary: true}, base, extra)));
-  const hg = window.__hg;
-  if (hg.hover !== target) {
-    const old = hg.hover && hg.hover.isConnected ? hg.hover : null;
-    if (old) {
-      old.dispatchEvent(new PointerEvent('pointerout', Object.assign({pointerType: 'mouse'}, base)));
-      old.dispatchEvent(new MouseEvent('mouseout', Object.assign({relatedTarget: target}, base)));
-      for (let n = old; n && !n.contains(target); n = n.parentElement) {
-        n.dispatchEvent(new MouseEvent('mouseleave', Object.assign({}, base, {bubbles: false})));
+
+  function start(args) {
+    Math.seedrandom(args.seed);
+    core.setDataMode(args.mode);
+    if (!core.cover_div) core.startEpisode();
+    core.startEpisodeReal();
+    if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }
+    clearInterval(core.CD_TIMER);
+    const obs = observe(args.settle, args.points);
+    obs.html = document.body.innerHTML;
+    return JSON.stringify(obs);
+  }
+
+  function click(ref, settle) {
+    const el = element(ref);
+    if (!el) return null;
+    let rect = el.getBoundingClientRect();
+    let point = hitPoint(el, rect);
+    if (point === null) {
+      el.scrollIntoView({block: 'center', inline: 'center'});
+      rect = el.getBoundingClientRect();
+      point = hitPoint(el, rect) || [rect.left + rect.width / 2, rect.top + rect.height / 2];
+    }
+    const [x, y] = point;
+    const target = document.elementFromPoint(x, y) || el;
+    const base = {bubbles: true, cancelable: true, composed: true, view: window, clientX: x, clientY: y,
+                  screenX: x, screenY: y, button: 0};
+    const mouse = (type, extra) => target.dispatchEvent(new MouseEvent(type, Object.assign({}, base, extra)));
+    const pointer = (type, extra) => target.dispatchEvent(new PointerEvent(type, Object.assign(
+      {pointerId: 1, pointerType: 'mouse', isPrimary: true}, base, extra)));
+    if (hg.hover !== target) {
+      const old = hg.hover && hg.hover.isConnected ? hg.hover : null;
+      if (old) {
+        old.dispatchEvent(new PointerEvent('pointerout', Object.assign({pointerType: 'mouse'}, base)));
+        old.dispatchEvent(new MouseEvent('mouseout', Object.assign({relatedTarget: target}, base)));
+        for (let n = old; n && !n.contains(target); n = n.parentElement) {
+          n.dispatchEvent(new MouseEvent('mouseleave', Object.assign({}, base, {bubbles: false})));
+        }
+      }
+      pointer('pointerover', {});
+      mouse('mouseover', {relatedTarget: old});
+      const entered = [];
+      for (let n = target; n && !(old && n.contains(old)); n = n.parentElement) entered.unshift(n);
+      for (const n of entered) {
+        const quiet = Object.assign({}, base, {bubbles: false});
+        n.dispatchEvent(new PointerEvent('pointerenter', Object.assign({pointerType: 'mouse'}, quiet)));
+        n.dispatchEvent(new MouseEvent('mouseenter', quiet));
+      }
+      hg.hover = target;
+    }
+    pointer('pointermove', {});
+    mouse('mousemove', {});
+    pointer('pointerdown', {buttons: 1});
+    if (mouse('mousedown', {buttons: 1, detail: 1})) {
+      const focusable = target.closest('a[href], button, input, select, textarea, summary, [tabindex], ' +
+        '[contenteditable=""], [contenteditable="true"]');
+      if (focusable && !focusable.disabled) focusable.focus();
+      else if (document.activeElement && document.activeElement !== document.body) {
+        document.activeElement.blur();
       }
     }
-    pointer('pointerover', {});
-    mouse('mouseover', {relatedTarget: old});
-    const entered = [];
-    for (let n = target; n && !(old && n.contains(old)); n = n.parentElement) entered.unshift(n);
-    for (const n of entered) {
-      const quiet = Object.assign({}, base, {bubbles: false});
-      n.dispatchEvent(new PointerEvent('pointerenter', Object.assign({pointerType: 'mouse'}, quiet)));
-      n.dispatchEvent(new MouseEvent('mouseenter', quiet));
-    }
-    hg.hover = target;
+    pointer('pointerup', {});
+    mouse('mouseup', {detail: 1});
+    mouse('click', {detail: 1});
+    return JSON.stringify(observe(settle, false));
   }
-  pointer('pointermove', {});
-  mouse('mousemove', {});
-  pointer('pointerdown', {buttons: 1});
-  if (mouse('mousedown', {buttons: 1, detail: 1})) {
-    const focusable = target.closest('a[href], button, input, select, textarea, summary, [tabindex], ' +
-      '[contenteditable=""], [contenteditable="true"]');
-    if (focusable && !focusable.disabled) focusable.focus();
-    else if (document.activeElement && document.activeElement !== document.body) {
-      document.activeElement.blur();
-    }
-  }
-  pointer('pointerup', {});
-  mouse('mouseup', {detail: 1});
-  mouse('click', {detail: 1});
-  return (OBSERVE)(settle);
-}
-"""
 
-#: Focus an input and select its content, so typing replaces it. Returns whether it exists.
-FOCUS_JS = r"""
-(ref) => {
-  const el = window.__hg && window.__hg.byRef.get(ref);
-  if (!el || !el.isConnected) return false;
-  el.scrollIntoView({block: 'nearest', inline: 'nearest'});
-  el.focus();
-  try { el.select(); } catch (e) {}
-  if (el.isContentEditable) {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = window.getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
+  function point(ref) {
+    const el = element(ref);
+    if (!el) return null;
+    el.scrollIntoView({block: 'center', inline: 'center'});
+    const r = el.getBoundingClientRect();
+    return hitPoint(el, r) || [r.left + r.width / 2, r.top + r.height / 2];
   }
-  return true;
-}
-"""
 
-#: Choose the option of a drop-down list whose text matches, firing input and change.
-SELECT_JS = r"""
-([ref, option]) => {
-  const el = window.__hg && window.__hg.byRef.get(ref);
-  if (!el || !el.isConnected) return false;
-  const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  const index = Array.from(el.options).findIndex((o) => norm(o.textContent) === option);
-  if (index < 0) return false;
-  el.focus();
-  el.selectedIndex = index;
-  el.dispatchEvent(new Event('input', {bubbles: true}));
-  el.dispatchEvent(new Event('change', {bubbles: true}));
-  return true;
-}
+  function focus(ref) {
+    const el = element(ref);
+    if (!el) return false;
+    el.scrollIntoView({block: 'nearest', inline: 'nearest'});
+    el.focus();
+    try { el.select(); } catch (e) {}
+    if (el.isContentEditable) {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+    }
+    return true;
+  }
+
+  function select(ref, option, settle, withPoints) {
+    const el = element(ref);
+    const index = el ? Array.from(el.options).findIndex((o) => norm(o.textContent) === option) : -1;
+    if (index >= 0) {
+      el.focus();
+      el.selectedIndex = index;
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+      el.dispatchEvent(new Event('change', {bubbles: true}));
+    }
+    return JSON.stringify(observe(settle, withPoints));
+  }
+
+  window.__hgPage = {
+    start, click, point, focus, select,
+    observe: (settle, withPoints) => JSON.stringify(observe(settle, withPoints)),
+  };
+})();
 """
 
 
@@ -269,10 +300,3 @@ def all_text(node: dict[str, Any]) -> str:
     """The element's own text followed by its descendants' text, space separated."""
     parts = [n["text"] for n in walk([node]) if n.get("text")]
     return " ".join(parts)
-
-
-CLICK_JS = CLICK_JS.replace("(OBSERVE)", f"({OBSERVE_JS})")
-#: Choose an option, then the observation, in one round trip.
-SELECT_OBSERVE_JS = (
-    f"([ref, option, settle]) => {{ ({SELECT_JS})([ref, option]); return ({OBSERVE_JS})(settle); }}"
-)

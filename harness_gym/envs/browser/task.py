@@ -3,7 +3,8 @@
 The task keeps the web suite's interface, so every harness presents both alike:
 
 * fields ``instruction`` (MiniWoB's utterance), ``title`` (the document title) and ``page``
-  (the visible element tree, read from the live DOM by :data:`~harness_gym.envs.browser.dom.OBSERVE_JS`);
+  (the visible element tree, read from the live DOM by the page-side functions of
+  :data:`~harness_gym.envs.browser.dom.PAGE_SCRIPT`);
 * canonical actions ``click(ref)``, ``type(ref, text)``, ``press(key)`` and
   ``select(ref, option)`` (the web suite's :data:`~harness_gym.envs.web.base.WEB_ACTIONS`),
   sent as real mouse and keyboard input (a drop-down choice is set the way a user's pick
@@ -24,7 +25,9 @@ browser.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -33,7 +36,7 @@ import numpy as np
 
 from harness_gym.core.task import Action, ActionSpec, StepResult, Task
 from harness_gym.envs.browser import dom
-from harness_gym.envs.browser.assets import image_urls, task_url
+from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     BrowserCrashedError,
     BrowserSession,
@@ -57,20 +60,6 @@ CLICK_MODES = ("dom", "cdp")
 #: A raw MiniWoB reward at least this high is a success (full credit).
 SUCCESS_REWARD = 1.0 - 1e-6
 _QUOTED = re.compile(r'"([^"]+)"')
-
-START_JS = (
-    "(args) => {\n"
-    "  Math.seedrandom(args.seed);\n"
-    "  core.setDataMode(args.mode);\n"
-    "  if (!core.cover_div) core.startEpisode();\n"
-    "  core.startEpisodeReal();\n"
-    "  if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }\n"
-    "  clearInterval(core.CD_TIMER);\n"
-    f"  const obs = ({dom.OBSERVE_JS})(args.settle);\n"
-    "  obs.html = document.body.innerHTML;\n"
-    "  return obs;\n"
-    "}"
-)
 
 #: A scripted policy: the current fields in, the next canonical action out.
 Oracle = Callable[[dict[str, Any]], Action]
@@ -110,9 +99,10 @@ class BrowserTask(Task):
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
         self.click_mode = click_mode
+        #: Whether observations carry each element's click point (only ``"cdp"`` clicks use them).
+        self._points_wanted = click_mode == "cdp"
         self.chromium = check_requirements()
-        self.url = task_url(self.subdomain)
-        self.images = image_urls(self.subdomain)
+        task_path(self.subdomain)  # fails now, with the install hint, if the HTML is missing
         self._own_session = session is None
         self._session = session
         self._page: Any = None
@@ -155,14 +145,11 @@ class BrowserTask(Task):
         self.raw_reward = 0.0
         self.reason = None
         self.browser_error = None
+        url, images = task_url(self.subdomain), image_urls(self.subdomain)
+        args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         for attempt in range(2):
             try:
-                self._page, obs = self.session.load(
-                    self.url,
-                    self.images,
-                    START_JS,
-                    {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms},
-                )
+                self._page, text = self.session.load(url, images, "__hgPage.start", args)
                 break
             except (BrowserCrashedError, PlaywrightError) as err:
                 self.session.mark_broken()
@@ -171,6 +158,7 @@ class BrowserTask(Task):
                     raise BrowserCrashedError(
                         f"{self.task_id}: could not start an episode in Chromium twice in a row: {err}"
                     ) from err
+        obs = json.loads(text)
         self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
         self._observe(obs)
 
@@ -226,16 +214,18 @@ class BrowserTask(Task):
 
         self.trace.append(action)
         page = self._page
+        call = functools.partial(self.session.call, page)
+        ref = action.kwargs.get("ref")
         try:
-            obs = None
+            text = None
             if action.name == "click" and self.click_mode == "dom":
-                obs = page.evaluate(dom.CLICK_JS, [action["ref"], self.settle_ms])
+                text = call("__hgPage.click", ref, self.settle_ms)
             elif action.name == "click":
-                point = self._points.get(action["ref"]) or page.evaluate(dom.POINT_JS, action["ref"])
+                point = self._points.get(ref) or call("__hgPage.point", ref)
                 if point is not None:
                     self._click(point[0], point[1])
             elif action.name == "type":
-                if page.evaluate(dom.FOCUS_JS, action["ref"]):
+                if call("__hgPage.focus", ref):
                     if action["text"]:
                         page.keyboard.type(action["text"])
                     else:
@@ -243,8 +233,10 @@ class BrowserTask(Task):
             elif action.name == "press":
                 page.keyboard.press(" " if action["key"] == "Space" else action["key"])
             elif action.name == "select":
-                obs = page.evaluate(dom.SELECT_OBSERVE_JS, [action["ref"], action["option"], self.settle_ms])
-            self._observe(obs or page.evaluate(dom.OBSERVE_JS, self.settle_ms))
+                text = call("__hgPage.select", ref, action["option"], self.settle_ms, self._points_wanted)
+            if text is None:
+                text = call("__hgPage.observe", self.settle_ms, self._points_wanted)
+            self._observe(json.loads(text))
         except (PlaywrightError, BrowserCrashedError) as err:
             return self._crash(err)
         reward = 1.0 if self.done and self.succeeded else 0.0
@@ -296,6 +288,7 @@ class BrowserTask(Task):
         """A left click at a viewport point: raw press and release, as a user's mouse sends."""
         for kind in ("mousePressed", "mouseReleased"):
             self.session.cdp(
+                self._page,
                 "Input.dispatchMouseEvent",
                 {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1},
             )
