@@ -200,6 +200,7 @@ class HashedFeatures:
         return out
 
     def _menu_index(self, codes: np.ndarray, actions: Sequence[str]) -> list[int]:
+        """Feature indices of the menu part (see :meth:`encode`), offset by ``dim``."""
         slots = [_action_codes(a) for a in list(actions)[: self.menu_slots]]
         if not slots:
             return []
