@@ -78,7 +78,7 @@ def _action_codes(text: str) -> frozenset[int]:
     if codes is None:
         if len(_ACTION_CODES) >= _CACHE_LIMIT:
             _ACTION_CODES.clear()
-        codes = _ACTION_CODES[text] = frozenset(_codes(TOKEN_PATTERN.findall(text)))
+        codes = _ACTION_CODES[text] = frozenset(_codes(tokenize(text)))
     return codes
 
 
@@ -181,7 +181,7 @@ class HashedFeatures:
             raise TypeError(
                 f"HashedFeatures.encode takes the observation text (a str), got {type(text).__name__}"
             )
-        codes = token_codes(TOKEN_PATTERN.findall(text)[: self.max_tokens])
+        codes = token_codes(tokenize(text)[: self.max_tokens])
         hashes = codes & _LOW32
         parts = []
         if self.positional:
@@ -236,15 +236,6 @@ class HashedFeatures:
     @cached_property
     def _slot_salt(self) -> list[int]:
         return [((k + 1) * _SLOT_MULT) & _LOW32 for k in range(self.menu_slots)]
-
-    def encode_batch(
-        self, texts: Sequence[str], actions: Sequence[Sequence[str]] | None = None
-    ) -> np.ndarray:
-        """:meth:`encode` of each text (with its menu when ``actions`` is given), stacked."""
-        if not texts:
-            return np.zeros((0, self.size), np.float32)
-        menus = actions if actions is not None else [None] * len(texts)
-        return np.stack([self.encode(t, a) for t, a in zip(texts, menus)])
 
 
 class TextEncoder(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
