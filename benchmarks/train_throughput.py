@@ -1,21 +1,29 @@
 """Training throughput: MaskablePPO on harness envs against PPO on CartPole-v1, side by side.
 
     .venv/bin/python benchmarks/train_throughput.py [--env harness_gym/EnterText-Json-v0 ...]
-        [--steps 4096] [--rounds 3]
+        [--steps 4096] [--rounds 3] [--sb3-defaults] [--torch-threads 1]
 
-Every run uses the same algorithm settings (``DEFAULT_HYPERPARAMS["maskable_ppo"]`` of
+By default every run uses the baselines' settings (``DEFAULT_HYPERPARAMS["maskable_ppo"]`` of
 harness_gym.baselines.sb3: 4 envs x 128 steps per rollout, minibatch 128, 4 epochs, SB3's
-default MLP) and one torch thread. Runs alternate round by round in one process, so machine
-noise hits all of them alike; the figure that matters is the ratio. The harness side pays for
-what a text env costs: task reset, rendering, parsing, hashing the observation text and the
-action menu into features (``harness_gym.baselines.sb3.default_features``), action masks,
-and a wider first layer. Frames per second count env steps during ``learn()``; model
-construction is excluded. Target: harness FPS / CartPole FPS >= 0.5.
+default MLP); ``--sb3-defaults`` uses SB3's own defaults for both algorithms instead (1 env,
+2,048 steps per rollout, minibatch 64, 10 epochs), what ``PPO("MlpPolicy", "CartPole-v1")``
+runs. One torch thread unless ``--torch-threads`` says otherwise. Runs alternate round by round
+in one process, so machine noise hits all of them alike; the figure that matters is the ratio.
+Frames per second count env steps during ``learn()``; model construction is excluded.
+Target: harness FPS / CartPole FPS >= 0.5.
 
-The ``MaskablePPO, free env`` row splits the gap: the same algorithm on an env with the same
-spaces and masks whose steps cost nothing (a fixed observation), so it is the learner's own
-cost at that input width. What separates it from a harness row is the env; what separates
-it from CartPole is MaskablePPO's masking and the input width.
+The MaskablePPO rows split the gap two ways, so the table says where a harness frame's time
+goes:
+
+* ``free env``: an env with the adapted envs' spaces and masks whose steps cost nothing (a fixed
+  observation): the learner's own cost.
+* ``8 features``: the same env with the observation hashed into 8 buckets and no menu, a
+  policy input too narrow to learn from: what is left when the input width costs nothing.
+
+So ``free env, 8 features`` is MaskablePPO's masking alone; ``free env`` adds the default input
+width (``harness_gym.baselines.sb3.default_features``); a task at 8 features adds the text env
+(task reset and step, rendering, parsing, hashing the text, masks); a task at the default
+features is what ``sb3.train`` runs.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -37,8 +46,9 @@ from harness_gym.baselines.sb3 import DEFAULT_HYPERPARAMS, adapt, default_featur
 from harness_gym.wrappers.discrete import DEFAULT_MAX_ACTIONS
 from harness_gym.wrappers.encoding import HashedFeatures
 
-N_ENVS = 4
 DEFAULT_ENVS = ("harness_gym/ClickButton-Json-v0", "harness_gym/EnterText-Json-v0")
+#: The narrowest encoding: what a frame costs when the policy's input width costs nothing.
+NARROW = HashedFeatures(dim=8, menu_slots=0)
 
 
 class FreeEnv(gym.Env):
@@ -65,9 +75,11 @@ class FreeEnv(gym.Env):
         return self._mask.copy()
 
 
-def fps(algo: type, make: Callable[[], gym.Env] | str, steps: int, seed: int) -> float:
-    venv = make_vec_env(make, n_envs=N_ENVS, seed=seed)
-    model = algo("MlpPolicy", venv, seed=seed, device="cpu", **DEFAULT_HYPERPARAMS["maskable_ppo"])
+def fps(
+    algo: type, make: Callable[[], gym.Env] | str, steps: int, seed: int, n_envs: int, params: dict[str, Any]
+) -> float:
+    venv = make_vec_env(make, n_envs=n_envs, seed=seed)
+    model = algo("MlpPolicy", venv, seed=seed, device="cpu", **params)
     start = time.perf_counter()
     model.learn(steps)
     elapsed = time.perf_counter() - start
@@ -86,36 +98,46 @@ def main() -> None:
     default = default_features()
     parser.add_argument("--features-dim", type=int, default=default.dim, help="observation buckets")
     parser.add_argument("--menu-dim", type=int, default=default.menu_dim, help="menu buckets (0: no menu)")
+    parser.add_argument(
+        "--sb3-defaults", action="store_true", help="SB3's algorithm defaults and 1 env for every run"
+    )
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch intra-op threads (default 1)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.torch_threads)
     features = HashedFeatures(
         dim=args.features_dim,
         menu_slots=DEFAULT_MAX_ACTIONS if args.menu_dim > 0 else 0,
         menu_dim=max(args.menu_dim, 8),
     )
-    env_ids = args.env or list(DEFAULT_ENVS)
+    n_envs, params = (1, {}) if args.sb3_defaults else (4, DEFAULT_HYPERPARAMS["maskable_ppo"])
+    runs: dict[str, tuple[type, Callable[[], gym.Env] | str]] = {}
+    for env_id in args.env or DEFAULT_ENVS:
+        name = env_id.split("/")[-1]
+        for label, feats in ((name, features), (f"{name}, 8 features", NARROW)):
+            make = lambda env_id=env_id, feats=feats: adapt(gym.make(env_id), features=feats)  # noqa: E731
+            runs[label] = (MaskablePPO, make)
+    runs["free env"] = (MaskablePPO, lambda: FreeEnv(features))
+    runs["free env, 8 features"] = (MaskablePPO, lambda: FreeEnv(NARROW))
+    runs["CartPole-v1"] = (PPO, "CartPole-v1")
 
-    results: dict[str, list[float]] = {e: [] for e in env_ids}
-    results["free env"] = []
-    results["CartPole-v1"] = []
+    results: dict[str, list[float]] = {label: [] for label in runs}
     for r in range(args.rounds):
-        seed = args.seed + r
-        for env_id in env_ids:
-            make = lambda env_id=env_id: adapt(gym.make(env_id), features=features)  # noqa: E731
-            results[env_id].append(fps(MaskablePPO, make, args.steps, seed))
-        results["free env"].append(fps(MaskablePPO, lambda: FreeEnv(features), args.steps, seed))
-        results["CartPole-v1"].append(fps(PPO, "CartPole-v1", args.steps, seed))
-        print(f"round {r}: " + " | ".join(f"{k.split('/')[-1]} {v[-1]:.0f} fps" for k, v in results.items()))
+        for label, (algo, make) in runs.items():
+            results[label].append(fps(algo, make, args.steps, args.seed + r, n_envs, params))
+        print(f"round {r}: " + " | ".join(f"{k} {v[-1]:.0f}" for k, v in results.items()))
 
     cartpole = statistics.median(results["CartPole-v1"])
-    width = max(len(k) for k in results) + 16
-    setup = f"{N_ENVS} envs, 1 torch thread, {features.size} features"
-    print(f"\nmedian of {args.rounds} rounds x {args.steps} steps ({setup}):")
-    print(f"{'run':<{width}}  {'frames/s':>9}  {'ratio':>6}")
-    for name, values in results.items():
-        algo = "PPO" if name == "CartPole-v1" else "MaskablePPO,"
+    width = max(len(k) for k in results) + 14
+    setup = "SB3 defaults" if args.sb3_defaults else "harness-gym defaults"
+    print(
+        f"\nmedian of {args.rounds} rounds x {args.steps} steps ({setup}: {n_envs} env(s), "
+        f"{args.torch_threads} torch thread(s), {features.size} features unless 8):"
+    )
+    print(f"{'run':<{width}}  {'frames/s':>9}  {'us/frame':>8}  {'ratio':>6}")
+    for label, values in results.items():
+        algo = "PPO" if label == "CartPole-v1" else "MaskablePPO,"
         med = statistics.median(values)
-        print(f"{algo + ' ' + name.split('/')[-1]:<{width}}  {med:9.0f}  {med / cartpole:6.2f}")
+        print(f"{algo + ' ' + label:<{width}}  {med:9.0f}  {1e6 / med:8.0f}  {med / cartpole:6.2f}")
     print("target: harness / CartPole >= 0.5")
 
 
