@@ -128,7 +128,7 @@ def main() -> None:
 
     cartpole = statistics.median(results["CartPole-v1"])
     width = max(len(k) for k in results) + 14
-    setup = "SB3 defaults" if args.sb3_defaults else "harness-gym defaults"
+    setup = "SB3 defaults" if args.sb3_defaults else "the baselines' settings"
     print(
         f"\nmedian of {args.rounds} rounds x {args.steps} steps ({setup}: {n_envs} env(s), "
         f"{args.torch_threads} torch thread(s), {features.size} features unless 8):"
