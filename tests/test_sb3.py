@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
@@ -14,6 +13,7 @@ from harness_gym import PRESETS, Harness, make_env
 from harness_gym.analysis.rollout import evaluate as evaluate_agent
 from harness_gym.baselines import sb3
 from harness_gym.baselines.agents import RandomAgent
+from harness_gym.cli import build_parser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -121,11 +121,9 @@ def test_unknown_algo_is_refused() -> None:
 def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
     from harness_gym.baselines import cli_train
 
-    parser = argparse.ArgumentParser()
-    cli_train.add_train_arguments(parser)
     out_dir = tmp_path / "cb"
-    args = parser.parse_args(
-        ["--algo", "maskable_ppo", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "128",
+    args = build_parser().parse_args(
+        ["train", "--algo", "maskable_ppo", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "128",
          "--seed", "3", "--n-envs", "2", "--hyperparams", json.dumps(TINY), "--eval-episodes", "5",
          "--out", str(out_dir)]
     )  # fmt: skip
@@ -136,32 +134,25 @@ def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
     features = json.loads((out_dir / "run.json").read_text())["features"]
     assert features["menu_slots"] == 32 and features["menu_dim"] == 1024  # the menu, by default
 
-    eval_parser = argparse.ArgumentParser()
-    eval_parser.add_argument("--env", action="append", required=True)
-    eval_parser.add_argument("--episodes", type=int, default=10)
-    eval_parser.add_argument("--seed", type=int, default=0)
-    eval_parser.add_argument("--out")
-    cli_train.add_model_eval_arguments(eval_parser)
-    eval_args = eval_parser.parse_args(
-        ["--model", str(out_dir), "--env", "harness_gym/ClickButton-Json*", "--episodes", "4"]
+    eval_args = build_parser().parse_args(
+        ["eval", "--model", str(out_dir), "--env", "harness_gym/ClickButton-Json*", "--episodes", "4"]
     )
     out = io.StringIO()
     assert cli_train.run_model_eval(eval_args, out) == 0
     text = out.getvalue()
     assert "harness_gym/ClickButton-Json-v0" in text and "harness_gym/ClickButton-JsonReversed-v0" in text
     assert PRESETS["JsonReversed"].id in text
+    not_a_model = build_parser().parse_args(["eval", "--model", str(tmp_path), "--env", "all"])
     with pytest.raises(SystemExit, match="not a model directory"):
-        cli_train.run_model_eval(eval_parser.parse_args(["--model", str(tmp_path), "--env", "all"]), out)
+        cli_train.run_model_eval(not_a_model, out)
 
 
 def test_cli_menu_dim_zero_trains_on_the_observation_alone(tmp_path: Path) -> None:
     from harness_gym.baselines import cli_train
 
-    parser = argparse.ArgumentParser()
-    cli_train.add_train_arguments(parser)
-    args = parser.parse_args(
-        ["--env", "harness_gym/ClickButton-Json-v0", "--steps", "64", "--n-envs", "1", "--menu-dim", "0",
-         "--hyperparams", json.dumps(TINY), "--eval-episodes", "0", "--out", str(tmp_path)]
+    args = build_parser().parse_args(
+        ["train", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "64", "--n-envs", "1",
+         "--menu-dim", "0", "--hyperparams", json.dumps(TINY), "--eval-episodes", "0", "--out", str(tmp_path)]
     )  # fmt: skip
     assert cli_train.run_train(args, io.StringIO()) == 0
     loaded = sb3.load(tmp_path)

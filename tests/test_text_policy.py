@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import copy
 import io
 import json
@@ -28,6 +27,7 @@ from harness_gym.baselines.text_policy import (  # noqa: E402
     play,
     success_rate,
 )
+from harness_gym.cli import build_parser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -234,11 +234,9 @@ def test_save_and_load_keep_the_log_probs(tmp_path) -> None:  # noqa: ANN001
 def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa: ANN001
     from harness_gym.baselines import cli_train
 
-    parser = argparse.ArgumentParser()
-    cli_train.add_train_arguments(parser)
-    args = parser.parse_args(
+    args = build_parser().parse_args(
         [
-            "--algo", "text_policy", "--env", "harness_gym/EnterText-Json-v0",
+            "train", "--algo", "text_policy", "--env", "harness_gym/EnterText-Json-v0",
             "--env", "harness_gym/EnterText-Yaml-v0", "--grouping", "cross", "--iterations", "1",
             "--hyperparams", json.dumps({"instances": 2, "group_size": 2, "dim": 16, "hidden": 16}),
             "--eval-episodes", "3", "--out", str(tmp_path / "run"),
@@ -250,16 +248,10 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["algo"] == "text_policy" and len(run["harnesses"]) == 2 and run["grpo"]["grouping"] == "cross"
 
-    eval_parser = argparse.ArgumentParser()
-    eval_parser.add_argument("--env", action="append", required=True)
-    eval_parser.add_argument("--episodes", type=int, default=10)
-    eval_parser.add_argument("--seed", type=int, default=0)
-    eval_parser.add_argument("--out")
-    cli_train.add_model_eval_arguments(eval_parser)
     rows_file = tmp_path / "rows.jsonl"
-    eval_args = eval_parser.parse_args(
-        ["--model", str(tmp_path / "run"), "--env", "harness_gym/EnterText-Markdown-v0", "--episodes", "3",
-         "--out", str(rows_file)]
+    eval_args = build_parser().parse_args(
+        ["eval", "--model", str(tmp_path / "run"), "--env", "harness_gym/EnterText-Markdown-v0",
+         "--episodes", "3", "--out", str(rows_file)]
     )  # fmt: skip
     out = io.StringIO()
     assert cli_train.run_model_eval(eval_args, out) == 0
