@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXTRAS := test,analysis,rl,browser,llm
 
-.PHONY: setup system-deps demo test test-slow bench lint clean
+.PHONY: setup system-deps demo test test-slow bench lint clean serve-model
 
 setup: $(STAMP) system-deps
 
@@ -47,6 +47,11 @@ bench: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# vLLM's OpenAI-compatible server (own venv .venv-vllm), serving the embedded model on port 8000.
+# Pass options through ARGS, e.g. make serve-model ARGS='--model /path/to/hf-folder --port 8001'.
+serve-model: setup
+	bash scripts/vllm-server.sh $(ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis
