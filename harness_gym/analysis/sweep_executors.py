@@ -1,0 +1,230 @@
+"""Executors: run batches of cells in a local process pool or on Ray, surviving dead workers.
+
+Each executor sends batches to :func:`~harness_gym.analysis.sweep_cell.run_cells` and hands
+the rows it gets back to ``write`` as they come. A batch whose worker process dies (killed,
+out of memory, a crash in native code) is re-run one cell at a time in fresh processes; a cell
+that kills its worker :data:`ISOLATED_ATTEMPTS` times is written as a row with an error.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness_gym.analysis.agent_spec import AgentSpec
+from harness_gym.analysis.sweep_cell import WORKER_DIED, lost_row, run_cells
+from harness_gym.analysis.sweep_spec import Cell, SweepError
+
+BACKENDS = ("local", "ray")
+#: Times a cell is run alone after its worker died before it is recorded as an error.
+ISOLATED_ATTEMPTS = 2
+#: Where executors hand finished rows (the sweep's row writer).
+RowSink = Callable[[list[dict[str, Any]]], None]
+
+
+def portable(cell: Cell) -> Cell:
+    agent = cell.agent.portable()
+    if agent is cell.agent:
+        return cell
+    return Cell(
+        cell.index,
+        agent,
+        cell.task_id,
+        cell.harness_name,
+        cell.harness_id,
+        cell.harness,
+        cell.levels,
+        cell.seed,
+    )
+
+
+def check_importable(agents: Sequence[AgentSpec]) -> None:
+    import pickle
+
+    for agent in agents:
+        if agent.obj is None:
+            continue
+        try:
+            pickle.loads(pickle.dumps(agent.obj))
+        except Exception as err:  # noqa: BLE001
+            raise SweepError(
+                f"agent {agent.name} cannot be sent to worker processes ({err}); define the factory at the "
+                "top level of an importable module (or a .py file given as FILE.py:FACTORY), or run with "
+                "workers=0"
+            ) from None
+
+
+def _mp_context() -> Any:
+    """Forkserver (safe with threads, fast to start: the server has harness_gym imported)."""
+    import multiprocessing as mp
+
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["harness_gym.analysis.sweep_cell"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+@dataclass
+class _Work:
+    cells: list[Cell]
+    isolated: bool = False
+    attempt: int = 0
+
+
+class _Slot:
+    """One worker process (a one-worker pool), so a death is traced to the work it ran."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.pool: Any = None
+        self.inflight: set[Any] = set()
+        self.broken = False
+        self.exclusive = False
+
+    def can_take(self, work: _Work) -> bool:
+        if self.broken:
+            return False
+        if work.isolated:
+            return not self.inflight
+        return not self.exclusive and len(self.inflight) < 2
+
+    def submit(self, work: _Work, args: tuple[Any, ...]) -> Any:
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=self.ctx)
+        future = self.pool.submit(run_cells, work.cells, *args)
+        self.inflight.add(future)
+        self.exclusive = work.isolated
+        return future
+
+    def settle(self, future: Any) -> None:
+        self.inflight.discard(future)
+        if not self.inflight:
+            self.exclusive = False
+            if self.broken:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool, self.broken = None, False
+
+    def shutdown(self, wait: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=True)
+            self.pool = None
+
+
+def run_local(
+    batches: list[list[Cell]],
+    args: tuple[Any, ...],
+    workers: int,
+    write: RowSink,
+    note: Callable[[str], None],
+) -> None:
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = _mp_context()
+    slots = [_Slot(ctx) for _ in range(workers)]
+    queue: deque[_Work] = deque(_Work(b) for b in batches)
+    owner: dict[Any, tuple[_Slot, _Work]] = {}
+    complete = False
+    try:
+        while queue or owner:
+            for slot in slots:
+                while queue and slot.can_take(queue[0]):
+                    work = queue.popleft()
+                    try:
+                        owner[slot.submit(work, args)] = (slot, work)
+                    except BrokenProcessPool:
+                        # The worker died running earlier work whose failure is not collected
+                        # yet: keep this work for a healthy slot; the slot resets when that
+                        # earlier work settles.
+                        slot.broken = True
+                        queue.appendleft(work)
+            done, _ = wait(list(owner), return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: owner[f][1].cells[0].index):
+                slot, work = owner.pop(future)
+                try:
+                    rows = future.result()
+                except BrokenProcessPool:
+                    slot.broken = True
+                    _requeue(work, queue, write, note, args[0])
+                else:
+                    write(rows)
+                slot.settle(future)
+        complete = True
+    finally:
+        for slot in slots:
+            slot.shutdown(wait=complete)
+
+
+def _requeue(
+    work: _Work, queue: deque[_Work], write: RowSink, note: Callable[[str], None], sweep_id: str
+) -> None:
+    """Work lost with a dead worker: re-run its cells alone; record cells that keep killing it."""
+    if not work.isolated:
+        note(
+            f"warning: a worker process died while running {len(work.cells)} cell(s) "
+            f"(cells {work.cells[0].index}..{work.cells[-1].index}); finished rows are kept; "
+            "re-running those cells one at a time in fresh processes"
+        )
+        queue.extendleft(_Work([c], isolated=True) for c in reversed(work.cells))
+    elif work.attempt + 1 < ISOLATED_ATTEMPTS:
+        queue.appendleft(_Work(work.cells, isolated=True, attempt=work.attempt + 1))
+    else:
+        cell = work.cells[0]
+        note(
+            f"warning: cell {cell.index} ({cell.agent.name}, {cell.task_id}, {cell.harness_name}, "
+            f"seed {cell.seed}) killed its worker {ISOLATED_ATTEMPTS} times; recorded with an error"
+        )
+        write([lost_row(cell, sweep_id, WORKER_DIED)])
+
+
+def run_ray(
+    batches: list[list[Cell]],
+    args: tuple[Any, ...],
+    workers: int,
+    write: RowSink,
+    note: Callable[[str], None],
+    address: str | None,
+) -> None:
+    try:
+        import ray
+        from ray.exceptions import RayError
+    except ImportError:
+        raise SweepError("the ray backend needs Ray: pip install 'harness-gym[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        started = True
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_cells)
+    queue: deque[_Work] = deque(_Work(b) for b in batches)
+    owner: dict[Any, _Work] = {}
+    limit = 4 * workers
+    try:
+        while queue or owner:
+            while queue and len(owner) < limit:
+                work = queue.popleft()
+                owner[remote.remote(work.cells, *args)] = work
+            ready, _ = ray.wait(list(owner), num_returns=1)
+            for ref in ready:
+                work = owner.pop(ref)
+                try:
+                    rows = ray.get(ref)
+                except RayError:
+                    _requeue(work, queue, write, note, args[0])
+                else:
+                    write(rows)
+    finally:
+        for ref in owner:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+        if started:
+            ray.shutdown()

@@ -1,0 +1,216 @@
+"""A sweep's output folder: the spec file, rows appended as JSON Lines, and the Parquet table.
+
+Output folder::
+
+    DIR/sweep.json        the spec and its id (a folder holds the rows of one sweep only)
+    DIR/episodes.jsonl    one row per finished cell, appended and flushed as each finishes
+    DIR/episodes.parquet  the same rows in cell order, written from the JSON Lines at the end
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness_gym.analysis.sweep_spec import SweepError, SweepSpec
+from harness_gym.progress import progress_bar
+
+SWEEP_FILE = "sweep.json"
+ROWS_JSONL = "episodes.jsonl"
+ROWS_PARQUET = "episodes.parquet"
+
+
+def claim_folder(out_dir: Path, spec: SweepSpec, overwrite: bool = False) -> None:
+    """Make ``out_dir`` this sweep's folder, or fail clearly if it holds another sweep's rows."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta_path, rows_path = out_dir / SWEEP_FILE, out_dir / ROWS_JSONL
+    if overwrite:
+        for name in (SWEEP_FILE, ROWS_JSONL, ROWS_PARQUET):
+            (out_dir / name).unlink(missing_ok=True)
+    theirs: dict[str, Any] | None = None
+    if meta_path.exists():
+        try:
+            theirs = json.loads(meta_path.read_text())
+        except json.JSONDecodeError:
+            raise SweepError(f"{meta_path} is not valid JSON; remove it or use another --out") from None
+    elif rows_path.exists() and rows_path.stat().st_size:
+        first = _first_row(rows_path)
+        if first is not None and first.get("sweep_id") != spec.id:
+            raise SweepError(
+                f"{out_dir} holds rows of sweep {first.get('sweep_id')!r} (no {SWEEP_FILE}); this is sweep "
+                f"{spec.id}. Use another --out, or --overwrite to discard those rows."
+            )
+    if theirs is not None and theirs.get("sweep_id") != spec.id:
+        mine = spec.identity()
+        diff = [k for k in mine if theirs.get(k) != mine[k]]
+        details = "; ".join(f"{k}: {_short(theirs.get(k))} there, {_short(mine[k])} here" for k in diff)
+        raise SweepError(
+            f"{out_dir} holds rows of another sweep ({theirs.get('sweep_id')}); this is sweep {spec.id}. "
+            f"They differ in {details or 'their spec'}. Use another --out, or --overwrite to discard "
+            "the folder's rows."
+        )
+    if theirs is None:
+        _atomic_write(meta_path, json.dumps(spec.to_dict(), indent=1))
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _first_row(path: Path) -> dict[str, Any] | None:
+    with path.open() as fh:
+        for line in fh:
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def read_finished(out_dir: Path, sweep_id: str) -> dict[int, dict[str, Any]]:
+    """Rows already in ``episodes.jsonl`` by cell index; a half-written last line is cut off."""
+    path = out_dir / ROWS_JSONL
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    good = len(data) if data.endswith(b"\n") or not data else data.rfind(b"\n") + 1
+    rows: dict[int, dict[str, Any]] = {}  # by cell; the last row of a cell wins
+    offset = 0
+    for line in data[:good].splitlines(keepends=True):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            # Only a torn write at the end is expected; anything else is damage worth a message.
+            if offset + len(line) < good:
+                raise SweepError(f"{path} has a damaged line at byte {offset}; fix or remove it") from None
+            good = offset
+            break
+        offset += len(line)
+        if row.get("sweep_id") != sweep_id:
+            raise SweepError(
+                f"{path} holds a row of sweep {row.get('sweep_id')!r}, not {sweep_id}; use another --out"
+            )
+        rows[int(row["index"])] = row  # a re-run cell (retry_errors) appends a newer row
+    if good < len(data):
+        with path.open("r+b") as fh:  # drop the torn tail so appends start on a fresh line
+            fh.truncate(good)
+    return rows
+
+
+class RowWriter:
+    """Append rows to the JSON Lines file, flushed one by one, and tick the progress bar."""
+
+    def __init__(self, path: Path, total: int, show: bool, desc: str) -> None:
+        self.fh = path.open("a")
+        self.rows: list[dict[str, Any]] = []
+        self.errors = 0
+        self.bar = progress_bar(total, desc, unit="cell", enabled=show and total > 0, smoothing=0.1)
+
+    def write(self, rows: Iterable[dict[str, Any]]) -> None:
+        n = 0
+        for row in rows:
+            self.fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+            self.rows.append(row)
+            self.errors += row["error"] is not None
+            n += 1
+        self.fh.flush()
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _schema(factors: Sequence[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("index", pa.int64()),
+            ("sweep_id", pa.string()),
+            ("agent", pa.string()),
+            ("task_id", pa.string()),
+            ("harness_name", pa.string()),
+            ("harness_id", pa.string()),
+            ("seed", pa.int64()),
+            ("episode_return", pa.float64()),
+            ("success", pa.bool_()),
+            ("steps", pa.int64()),
+            ("invalid_actions", pa.int64()),
+            ("ceiling", pa.float64()),
+            ("ceiling_method", pa.string()),
+            ("error", pa.string()),
+            ("wall_time", pa.float64()),
+            *[(f"level_{f}", pa.string()) for f in factors],
+            ("harness", pa.string()),  # the full spec as JSON
+        ]
+    )
+
+
+def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    out["harness"] = json.dumps(row["harness"], sort_keys=True)
+    return out
+
+
+def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path, factors: Sequence[str]) -> None:
+    """Write rows (cell order) as Parquet, atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([_flat(r) for r in rows], schema=_schema(factors))
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def read_meta(out_dir: str | Path) -> dict[str, Any]:
+    """The ``sweep.json`` of a sweep folder."""
+    path = Path(out_dir) / SWEEP_FILE
+    if not path.exists():
+        raise SweepError(f"{out_dir} is not a sweep folder (no {SWEEP_FILE}); run `harness-gym sweep` first")
+    return json.loads(path.read_text())
+
+
+def load_rows(out_dir: str | Path) -> Any:
+    """A sweep folder's rows as a pandas DataFrame in cell order (``harness`` as JSON text).
+
+    Reads the Parquet file when it is up to date, else the JSON Lines (a running or
+    interrupted sweep).
+    """
+    import pyarrow as pa
+
+    out = Path(out_dir)
+    meta = read_meta(out)
+    parquet, jsonl = out / ROWS_PARQUET, out / ROWS_JSONL
+    if parquet.exists() and (not jsonl.exists() or parquet.stat().st_mtime >= jsonl.stat().st_mtime):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(parquet).to_pandas()
+    rows: dict[int, dict[str, Any]] = {}
+    if jsonl.exists():
+        with jsonl.open() as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                rows[int(row["index"])] = row
+    table = pa.Table.from_pylist(
+        [_flat(rows[i]) for i in sorted(rows)], schema=_schema(meta.get("factors", []))
+    )
+    return table.to_pandas()
