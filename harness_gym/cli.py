@@ -232,9 +232,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     for spec in args.harness or ["all"]:
         if spec == "all":
             harnesses.extend(PRESETS.values())
-        elif spec.startswith("balanced:"):
-            space = HarnessSpace.from_yaml(spec.split(":", 1)[1])
-            harnesses.extend(space.balanced(2))
+        elif spec.startswith(("balanced:", "covering:")):
+            kind, _, path = spec.partition(":")
+            space = HarnessSpace.from_yaml(path)
+            harnesses.extend(space.balanced(2) if kind == "balanced" else space.covering(2))
         else:
             harnesses.append(resolve_harness(spec))
     jobs = [(t, h) for t in tasks for h in harnesses]
@@ -281,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--harness",
         action="append",
-        help="preset name, YAML path, 'balanced:SPACE.yaml' or 'all' presets (repeatable)",
+        help="preset name, YAML path, 'balanced:SPACE.yaml' (orthogonal array), 'covering:SPACE.yaml' "
+        "or 'all' presets (repeatable)",
     )
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--verbose", "-v", action="store_true", help="print passing pairs too")

@@ -14,6 +14,7 @@ import pytest
 from harness_gym.analysis import cli_sweep
 from harness_gym.analysis.report import (
     COMPONENTS,
+    HARNESS_PARTS,
     PLOTS,
     build_report,
     marginal_effects,
@@ -170,10 +171,13 @@ def synthetic(success) -> pd.DataFrame:  # noqa: ANN001
     return pd.DataFrame(rows)
 
 
+HARNESS = "harness: other"  # the synthetic rows name no model, so the harness part is unsplit
+
+
 @pytest.mark.parametrize(
     ("success", "component"),
     [
-        (lambda t, h, s: h % 2, "harness"),
+        (lambda t, h, s: h % 2, HARNESS),
         (lambda t, h, s: t == 0, "task"),
         (lambda t, h, s: (t + h) % 2, "task x harness"),
         (lambda t, h, s: (t + s) % 2, "seed (within task)"),
@@ -194,12 +198,29 @@ def test_variance_decomposition_adds_up() -> None:
     assert (table["share"] > 0).sum() >= 3
 
 
+def test_variance_decomposition_splits_the_harness_part_by_the_model() -> None:
+    from harness_gym.analysis.effects import factor_effects
+
+    # h0, h1 take style x; h2, h3 style y. Success by style alone: all main effect.
+    # Success h % 2: nothing to do with style: all "other".
+    for success, part in (
+        (lambda t, h, s: h >= 2, HARNESS_PARTS[0]),
+        (lambda t, h, s: h % 2, HARNESS_PARTS[2]),
+    ):
+        rows = synthetic(success)
+        model = factor_effects(rows, ["style"], replicates=1).model
+        table = variance_decomposition(rows, model=model).set_index("component")
+        assert table.loc[part, "share"] == pytest.approx(1.0)
+        assert table.loc[list(HARNESS_PARTS), "share"].sum() == pytest.approx(1.0)
+
+
 def test_marginal_effects_and_worst_harness() -> None:
     rows = synthetic(lambda t, h, s: h >= 2 or (h == 1 and s < 2))  # style y always succeeds
     effects = marginal_effects(rows, ["style"]).set_index("level")
-    grand = rows["success"].mean()
-    assert effects.loc["y", "success"] == 1.0 and effects.loc["x", "success"] == pytest.approx(0.25)
-    assert effects.loc["y", "effect"] == pytest.approx(1.0 - grand)
+    # Harness means: h0 0, h1 0.5 (style x), h2, h3 1 (style y): x averages 0.25, y 1.
+    assert effects.loc["y", "effect"] == pytest.approx(0.375)
+    assert effects.loc["x", "effect"] == pytest.approx(-0.375)
+    assert set(effects["estimator"]) == {"least squares"}
     for level in "xy":
         assert (
             effects.loc[level, "effect_low"]

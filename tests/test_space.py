@@ -68,17 +68,17 @@ SPACES = {
     ("name", "strength"),
     [("small", 1), ("small", 2), ("small", 3), ("default", 1), ("default", 2), ("mixed", 2), ("mixed", 3)],
 )
-def test_balanced_subsets_cover_every_combination(name: str, strength: int) -> None:
+def test_covering_subsets_cover_every_combination(name: str, strength: int) -> None:
     space = SPACES[name]
-    points = space.balanced(strength)
+    points = space.covering(strength)
     assert covered(space, points, strength)
     assert space.uncovered(points, strength) == []
     assert space.min_covering_size(strength) <= len(points) < space.size or space.size <= len(points)
-    assert points == space.balanced(strength), "balanced subsets are deterministic"
+    assert points == space.covering(strength), "covering subsets are deterministic"
 
 
-def test_balanced_pairs_of_the_default_space_are_few() -> None:
-    points = DEFAULT_SPACE.balanced(2)
+def test_covering_pairs_of_the_default_space_are_few() -> None:
+    points = DEFAULT_SPACE.covering(2)
     # 24 is the lower bound (6 formats x 4 tool styles); greedy stays close to it.
     assert DEFAULT_SPACE.min_covering_size(2) == 24
     assert len(points) <= 40
@@ -100,7 +100,7 @@ def test_uncovered_reports_missing_combinations() -> None:
 )
 def test_covering_requests_that_cannot_be_met(strength: int, max_points: int | None, message: str) -> None:
     with pytest.raises(CoverageError, match=message):
-        SMALL.balanced(strength, max_points=max_points)
+        SMALL.covering(strength, max_points=max_points)
 
 
 def test_split_by_whole_levels() -> None:
@@ -113,10 +113,11 @@ def test_split_by_whole_levels() -> None:
     for h in train.sample(0, n=30):
         assert h not in held
     assert held.balanced() and all(h in held for h in held.balanced())
+    assert held.covering() and all(h in held for h in held.covering())
 
 
 def test_split_by_points() -> None:
-    points = DEFAULT_SPACE.balanced(2)
+    points = DEFAULT_SPACE.covering(2)
     train, held = HarnessSpace.split_points(points, 0.25, seed=1)
     assert len(held) == round(0.25 * len(points)) and not set(train) & set(held)
     assert (train, held) == HarnessSpace.split_points(points, 0.25, seed=1)
@@ -173,7 +174,7 @@ def test_level_names() -> None:
 
 # -- the contract over the whole default space -------------------------------------------------
 
-POINTS = DEFAULT_SPACE.balanced(2) + DEFAULT_SPACE.sample(2026, n=200)
+POINTS = DEFAULT_SPACE.covering(2) + DEFAULT_SPACE.sample(2026, n=200)
 SEEDS = range(3)
 
 
@@ -201,7 +202,7 @@ def test_dropping_a_needed_tool_lowers_the_oracle_success() -> None:
         {**{f.name: f.levels for f in DEFAULT_SPACE.factors}, "drop_tools": [(), ("type",), ("select",)]}
     )
     needs = {"type": ["EnterText", "LoginUser", "UseAutocomplete"], "select": ["ChooseList", "BookFlight"]}
-    points = space.balanced(2)
+    points = space.covering(2)
     for harness in points:
         for tool in harness.drop_tools:
             for task in needs[tool]:

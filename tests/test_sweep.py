@@ -136,9 +136,20 @@ def test_subsets() -> None:
     from harness_gym.core.presets import PRESETS
     from harness_gym.core.space import DEFAULT_SPACE
 
-    balanced = DEFAULT_SPACE.balanced(2)
-    assert [p.harness for p in small_spec(subset="balanced").harnesses] == balanced
-    assert [p.harness for p in small_spec(subset="balanced:5").harnesses] == balanced[:5]
+    balanced = small_spec(subset="balanced")
+    assert [p.harness for p in balanced.harnesses] == DEFAULT_SPACE.balanced(2)
+    assert balanced.design["kind"] == "orthogonal array" and balanced.design["balance"]["orthogonal"]
+    five = small_spec(subset="balanced:5")
+    assert len(five.harnesses) == 5 and five.design["kind"] == "near-orthogonal"
+    assert five.design["balance"]["level_imbalance"] <= 1
+    covering = DEFAULT_SPACE.covering(2)
+    assert [p.harness for p in small_spec(subset="covering").harnesses] == covering
+    assert [p.harness for p in small_spec(subset="covering:5").harnesses] == covering[:5]
+    assert small_spec(subset="covering").design["kind"] == "covering array"
+    flipped = small_spec(subset="balanced:2+flips")
+    assert flipped.design["kind"] == "flips" and flipped.design["base"]["n"] == 2
+    assert flipped.to_dict()["design"]["flips"][0][0] == "h00"
+    assert len(small_spec(subset="flips:2").harnesses) == len(flipped.harnesses)
     sample = [p.harness for p in small_spec(subset="sample:6").harnesses]
     assert len(set(sample)) == 6 and sample[:3] == [
         p.harness for p in small_spec(subset="sample:3").harnesses
@@ -167,9 +178,10 @@ def test_space_yaml_and_subset_all(tmp_path: Path) -> None:
         ({"agent": ["random", "random"]}, SweepError, "appears twice"),
         ({"tasks": ["ClickButton", "Nope"]}, SweepError, "unknown task(s) ['Nope']; registered tasks"),
         ({"subset": "all"}, SweepError, "would run 279,936 harnesses"),
-        ({"subset": "balanced:500"}, SweepError, "has 29"),
+        ({"subset": "covering:500"}, SweepError, "has 29"),
         ({"subset": "balanced:x"}, SweepError, "N must be a positive integer"),
-        ({"subset": "covering"}, SweepError, "unknown --subset 'covering'"),
+        ({"subset": "covering+flop"}, SweepError, "after '+' comes flips"),
+        ({"subset": "balanced", "max_harnesses": 100}, SweepError, "would run 432 harnesses (limit 100)"),
         ({"space": "presets", "subset": "balanced"}, SweepError, "use --subset all"),
         ({"space": "nope.yaml"}, SweepError, "file not found"),
         ({"seeds": 0}, SweepError, "at least 1"),

@@ -4,9 +4,12 @@
 ``DIR/report/`` by default:
 
 * ``success_heatmap.png``: success rate per task (rows) and harness factor level (columns);
-* ``marginal_effects.png``: each factor level's success minus the agent's mean, with 95% intervals;
-* ``variance.png``: how much of the variance in success is task, harness, task x harness, seed
-  (the task instance) and the rest: a sums-of-squares decomposition;
+* ``marginal_effects.png``: each factor level's effect on success (its deviation from the
+  factor's average, :mod:`harness_gym.analysis.effects`: paired flips when the sweep has them,
+  else a least-squares model), with 95% cluster-bootstrap intervals;
+* ``variance.png``: how much of the variance in success is task, harness (split by the same
+  model into factor main effects, interactions and the rest), task x harness, seed (the task
+  instance) and the residual: a sums-of-squares decomposition;
 * ``ceiling_vs_deployed.png``: per task, the ceiling and each agent's deployed return;
 * ``harness_spread.png``: per task, the worst, mean and best harness's success rate;
 * ``report.md`` (images as relative files), ``report.html`` (images embedded as data URIs, so
@@ -26,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_gym.analysis.stats import wilson
-
 PLOTS = (
     "success_heatmap.png",
     "marginal_effects.png",
@@ -35,7 +36,17 @@ PLOTS = (
     "ceiling_vs_deployed.png",
     "harness_spread.png",
 )
-COMPONENTS = ("task", "harness", "task x harness", "seed (within task)", "residual")
+COMPONENTS = (
+    "task",
+    "harness: factor main effects",
+    "harness: factor interactions",
+    "harness: other",
+    "task x harness",
+    "seed (within task)",
+    "residual",
+)
+#: The components that together are the harness's share.
+HARNESS_PARTS = COMPONENTS[1:4]
 
 
 # -- statistics --------------------------------------------------------------------------------
@@ -48,51 +59,39 @@ def _ok(rows: Any) -> Any:
     return ok
 
 
-def marginal_effects(rows: Any, factors: Sequence[str]) -> Any:
-    """Per agent, factor and level: success rate with a Wilson interval, and the effect
-    (level rate minus the agent's overall rate, in the same units) with its interval."""
-    import pandas as pd
+def marginal_effects(
+    rows: Any,
+    factors: Sequence[str],
+    design: dict[str, Any] | None = None,
+    levels: dict[str, list[str]] | None = None,
+) -> Any:
+    """Per agent, factor and level: the effect on success (deviation from the factor's average)
+    with a 95% interval and the estimator that made it
+    (:func:`~harness_gym.analysis.effects.factor_effects`)."""
+    from harness_gym.analysis.effects import factor_effects
 
-    ok = _ok(rows)
-    records = []
-    for agent, group in ok.groupby("agent", sort=False):
-        grand = float(group["success"].mean())
-        for factor in factors:
-            column = f"level_{factor}"
-            if column not in group:
-                continue
-            for level, cell in group.groupby(column, sort=False):
-                n, k = len(cell), float(cell["success"].sum())
-                low, high = wilson(k, n)
-                records.append(
-                    {
-                        "agent": agent,
-                        "factor": factor,
-                        "level": level,
-                        "n": n,
-                        "success": k / n,
-                        "success_low": low,
-                        "success_high": high,
-                        "effect": k / n - grand,
-                        "effect_low": low - grand,
-                        "effect_high": high - grand,
-                    }
-                )
-    columns = ["agent", "factor", "level", "n", "success", "success_low", "success_high"]
-    return pd.DataFrame.from_records(records, columns=[*columns, "effect", "effect_low", "effect_high"])
+    return factor_effects(rows, factors, design=design, levels=levels).table
 
 
-def variance_decomposition(rows: Any, value: str = "success") -> Any:
-    """Sums of squares of ``value`` per agent: task, harness, task x harness, seed within task
-    (the task instance), and the residual (harness x instance), with their shares of the total.
+def variance_decomposition(rows: Any, value: str = "success", model: Any = None) -> Any:
+    """Sums of squares of ``value`` per agent: task; harness, split by ``model`` (an
+    :class:`~harness_gym.analysis.effects.Model` of the sweep's harnesses) into factor main
+    effects, the model's interactions and the rest; task x harness; seed within task (the task
+    instance); and the residual (harness x instance), with their shares of the total.
 
-    For a complete sweep (every task x harness x seed cell present) the parts add up to the
-    total exactly; with missing cells (crashes) they are an approximation, clipped at zero.
+    Without a model the whole harness part is "harness: other". For a complete sweep (every
+    task x harness x seed cell present) the parts add up to the total exactly; with missing
+    cells (crashes) they are an approximation, clipped at zero.
     """
     import pandas as pd
 
+    from harness_gym.analysis.effects import harness_sums_of_squares
+
     ok = _ok(rows)
     records = []
+    row_of = {}
+    if model is not None:
+        row_of = {h: i for i, h in enumerate(model.harnesses)}
     for agent, g in ok.groupby("agent", sort=False):
         y = g[value].astype(float)
         grand = y.mean()
@@ -101,9 +100,19 @@ def variance_decomposition(rows: Any, value: str = "success") -> Any:
         m_harness = g.groupby("harness_id")[value].transform("mean")
         m_th = g.groupby(["task_id", "harness_id"])[value].transform("mean")
         m_ts = g.groupby(["task_id", "seed"])[value].transform("mean")
+        per = g.groupby("harness_name", sort=False)[value].agg(["mean", "size"])
+        use = model if model is not None and all(h in row_of for h in per.index) else None
+        if use is not None:
+            sub = use.subset([row_of[h] for h in per.index])
+            split = harness_sums_of_squares(per["mean"].to_numpy(float), per["size"].to_numpy(float), sub)
+        else:
+            harness_ss = float(((m_harness - grand) ** 2).sum())
+            split = {"main": 0.0, "interactions": 0.0, "rest": harness_ss}
         parts = {
             "task": float(((m_task - grand) ** 2).sum()),
-            "harness": float(((m_harness - grand) ** 2).sum()),
+            "harness: factor main effects": split["main"],
+            "harness: factor interactions": split["interactions"],
+            "harness: other": split["rest"],
             "task x harness": float(((m_th - m_task - m_harness + grand) ** 2).sum()),
             "seed (within task)": float(((m_ts - m_task) ** 2).sum()),
         }
@@ -234,7 +243,7 @@ def plot_heatmap(
 
 
 def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence[str], path: Path) -> Path:
-    """Level success minus the agent's mean success (percentage points), 95% intervals."""
+    """Each level's effect (deviation from the factor's average, percentage points), 95% intervals."""
     labels = list(dict.fromkeys(zip(effects["factor"], effects["level"]))) if len(effects) else []
     order = {f: i for i, f in enumerate(factors)}
     labels.sort(key=lambda fl: order.get(fl[0], 0))
@@ -270,8 +279,9 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
     for i in range(1, len(labels)):
         if factor_of[i] != factor_of[i - 1]:
             ax.axvline(i - 0.5, color="lightgrey", linewidth=0.8)
-    ax.set_ylabel("success vs the agent's mean (pp)")
-    ax.set_title("marginal effect of each harness factor level (95% intervals)", fontsize=9)
+    ax.set_ylabel("effect on success (pp)")
+    estimators = ", ".join(dict.fromkeys(effects["estimator"])) if "estimator" in effects else ""
+    ax.set_title(f"effect of each harness factor level ({estimators}; 95% intervals)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
 
@@ -282,7 +292,7 @@ def plot_variance(variance: Any, agents: Sequence[str], path: Path) -> Path:
 
     fig = _figure(7, 1.8 + 0.45 * len(agents))
     ax = fig.subplots()
-    colors = ["#4C72B0", "#DD8452", "#C44E52", "#55A868", "#BBBBBB"]
+    colors = ["#4C72B0", "#DD8452", "#F0B27A", "#FAD7A0", "#C44E52", "#55A868", "#BBBBBB"]
     left = np.zeros(len(agents))
     for comp, color in zip(COMPONENTS, colors):
         shares = []
@@ -299,7 +309,7 @@ def plot_variance(variance: Any, agents: Sequence[str], path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("share of the variance in success")
     ax.set_title("where the variance in success comes from", fontsize=9)
-    fig.legend(fontsize=7, ncol=5, loc="outside lower center", frameon=False)
+    fig.legend(fontsize=7, ncol=4, loc="outside lower center", frameon=False)
     return _save(fig, path)
 
 
@@ -441,8 +451,16 @@ def build_report(
     by_cell = mismatch_table(rows)
     by_task = mismatch_table(rows, by=("agent", "task_id"))
     by_agent = mismatch_table(rows, by=("agent",))
-    effects = marginal_effects(rows, factors)
-    variance = variance_decomposition(rows)
+    from harness_gym.analysis.effects import factor_effects
+
+    levels = {f: _levels(rows, f, meta) for f in factors}
+    design = meta.get("design") or None
+    estimated = factor_effects(rows, factors, design=design, levels=levels)
+    effects = estimated.table
+    model = estimated.model
+    if model is None:  # paired flips: the variance split still needs the model of the harnesses
+        model = factor_effects(rows, factors, levels=levels, replicates=1).model
+    variance = variance_decomposition(rows, model=model)
     worst = worst_harness(rows)
     tables = {
         "mismatch.csv": by_cell,
@@ -457,9 +475,7 @@ def build_report(
         table_paths[name] = out / name
 
     plots = {
-        "success_heatmap.png": plot_heatmap(
-            rows, factors, agents, out / "success_heatmap.png", {f: _levels(rows, f, meta) for f in factors}
-        ),
+        "success_heatmap.png": plot_heatmap(rows, factors, agents, out / "success_heatmap.png", levels),
         "marginal_effects.png": plot_marginal_effects(effects, factors, agents, out / "marginal_effects.png"),
         "variance.png": plot_variance(variance, agents, out / "variance.png"),
         "ceiling_vs_deployed.png": plot_ceiling_vs_deployed(by_task, agents, out / "ceiling_vs_deployed.png"),
@@ -489,10 +505,19 @@ def build_report(
             image="success_heatmap.png",
         ),
         Section(
+            "Design",
+            _design_text(design, len(meta.get("harnesses", []))),
+        ),
+        Section(
             "Marginal effect of each factor level",
             [
-                "Success rate at a level minus the agent's overall success rate, in percentage points, "
-                "with 95% intervals. A factor whose levels all sit at zero does not matter to that agent."
+                "A level's effect is its success rate's deviation from the average over the factor's "
+                "levels, in percentage points, with 95% intervals from a cluster bootstrap over "
+                "(task, seed) (the harnesses of one task instance are resampled together). A factor "
+                "whose levels all sit at zero does not matter to that agent; the difference between two "
+                "levels is the difference of their effects.",
+                _estimator_text(estimated.estimator, design),
+                *[f"Warning: {w}." for w in estimated.warnings],
             ],
             image="marginal_effects.png",
             tables=[("Largest effects", _pretty(_top_effects(effects)))],
@@ -500,9 +525,11 @@ def build_report(
         Section(
             "Where the variance comes from",
             [
-                "Sums of squares of success per agent: task, harness, their interaction, the seed "
-                "(the task instance), and the residual (harness x instance). A large harness share "
-                "means the harness, not the task, decides success."
+                "Sums of squares of success per agent: task; harness, split by the effects model into "
+                "factor main effects, the two-factor interactions in the model, and other harness "
+                "differences; task x harness; the seed (the task instance); and the residual "
+                "(harness x instance). A large harness share means the harness, not the task, "
+                "decides success."
             ],
             image="variance.png",
             tables=[("", _pretty(_variance_wide(variance)))],
@@ -558,19 +585,72 @@ def _top_effects(effects: Any, n: int = 10) -> Any:
     if not len(effects):
         return effects
     e = (
-        effects.assign(size=effects["effect"].abs())
+        effects[effects["effect"].notna()]
+        .assign(size=lambda d: d["effect"].abs())
         .sort_values("size", ascending=False, kind="stable")
         .head(n)
     )
     out = e[["agent", "factor", "level", "n"]].copy()
-    out["success"] = [
-        f"{s:.2f} [{lo:.2f}, {hi:.2f}]" for s, lo, hi in zip(e.success, e.success_low, e.success_high)
-    ]
     out["effect (pp)"] = [
-        f"{100 * s:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+        f"{100 * s:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
         for s, lo, hi in zip(e.effect, e.effect_low, e.effect_high)
     ]
+    out["estimator"] = e["estimator"]
     return out
+
+
+def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
+    """What the design is and how balanced, in words."""
+    if not design:
+        return [f"{n_harnesses} harness(es); the sweep did not record its design (an older sweep)."]
+    lines = [
+        f"{design.get('n', n_harnesses)} harness(es): {design['kind']} ({design.get('construction', '')})."
+    ]
+    base = design.get("base")
+    if base:
+        lines.append(
+            f"Base points: {base['n']}, a {base['kind']} ({base.get('construction', '')}); "
+            + _balance_text(base.get("balance"))
+        )
+        lines.append(
+            f"{len(design.get('flips', []))} one-factor flips (mode {design.get('mode')}): each pairs a "
+            "base harness with a copy that changes one factor."
+        )
+    elif design.get("balance"):
+        lines.append(_balance_text(design["balance"]))
+    return lines
+
+
+def _balance_text(balance: dict[str, Any] | None) -> str:
+    if not balance:
+        return ""
+    if balance.get("orthogonal"):
+        return "balanced: every pair of levels of every two factors appears equally often."
+    return (
+        f"not balanced: level counts of a factor differ by up to {balance['level_imbalance']}, pair counts "
+        f"deviate from the balanced value by up to {balance['pair_deviation']:.2f}, the largest "
+        f"|correlation| between two factors' contrast columns is {balance['max_correlation']:.2f} and "
+        f"the D-efficiency of the main-effects model is {balance['d_efficiency']:.1f}% "
+        "(0 and 100% for an orthogonal array)."
+    )
+
+
+def _estimator_text(estimator: str, design: dict[str, Any] | None) -> str:
+    from harness_gym.analysis.effects import PAIRED
+
+    if estimator == PAIRED:
+        return (
+            "Estimator: paired flips. Each flip compares two harnesses that differ in one factor "
+            "on the same (task, seed); level effects are the least-squares fit of those paired "
+            "differences, averaged over the base harnesses. Interactions cannot leak into them: a "
+            "factor the agent ignores has exactly zero differences."
+        )
+    return (
+        "Estimator: least squares on the harnesses' mean success, with every factor's main effect "
+        "and the two-factor interactions the design can separate (effect coding). Main effects are "
+        "true when the interactions the design cannot separate are zero; the warnings below say "
+        "which those are."
+    )
 
 
 def _variance_wide(variance: Any) -> Any:

@@ -1,7 +1,8 @@
 """Sweeps: run every (task, harness, seed, agent) cell and keep one row per episode.
 
 A :class:`SweepSpec` says *what* to run: agents, tasks, a list of harnesses (drawn from a
-harness space: a balanced covering subset, an enumeration, a sample, or the presets), seeds,
+harness space: a design such as a balanced or covering subset with or without one-factor
+flips, an enumeration, a sample, or the presets), seeds,
 and whether to compute each cell's ceiling. Its :attr:`SweepSpec.id` is a hash of all that.
 :func:`run_sweep` says *how*: in this process (``workers=0``), a local process pool, or Ray.
 
@@ -56,10 +57,12 @@ from harness_gym.analysis.sweep_spec import (
     SUBSET_FORMS,
     Cell,
     HarnessPoint,
+    Selection,
     SweepError,
     SweepSpec,
     resolve_space,
     resolve_tasks,
+    select_design,
     select_harnesses,
 )
 from harness_gym.analysis.sweep_store import (
@@ -82,6 +85,7 @@ __all__ = [
     "ROWS_PARQUET",
     "SUBSET_FORMS",
     "SWEEP_FILE",
+    "Selection",
     "WORKER_DIED",
     "Cell",
     "HarnessPoint",
@@ -97,6 +101,7 @@ __all__ = [
     "run_cell",
     "run_cells",
     "run_sweep",
+    "select_design",
     "select_harnesses",
     "sweep",
     "write_parquet",

@@ -11,16 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from harness_gym.analysis.agent_spec import AgentSpec, parse_agent
 from harness_gym.core.harness import Harness
 
 #: ``--subset all`` refuses spaces with more points than this (override with ``max_harnesses``).
 ALL_LIMIT = 5_000
-SUBSET_FORMS = "balanced, balanced:N (first N points of the strength-2 covering array), all, sample:N"
+SUBSET_FORMS = (
+    "balanced (orthogonal array), balanced:N (N level-balanced points), covering, covering:N (first N "
+    "points of the strength-2 covering array), all, sample:N, and BASE+flips or BASE+flips:next (BASE "
+    "plus one-factor flips; flips = balanced+flips, flips:N = balanced:N+flips)"
+)
 _VERSION = 1
 
 
@@ -68,6 +74,8 @@ class SweepSpec:
     node_limit: int = 2_000
     space: Any = "default"
     subset: str = "balanced"
+    #: Which design the harnesses form and how balanced it is (recorded in ``sweep.json``).
+    design: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @classmethod
     def build(
@@ -89,8 +97,10 @@ class SweepSpec:
             tasks: task ids, or ``"all"``.
             space: ``"default"`` (:data:`~harness_gym.core.space.DEFAULT_SPACE`), ``"presets"``,
                 a YAML path, or a :class:`~harness_gym.core.space.HarnessSpace`.
-            subset: ``balanced``, ``balanced:N``, ``all`` or ``sample:N`` (the presets take
-                ``all`` only); default ``balanced`` (``all`` for the presets).
+            subset: a design (:data:`SUBSET_FORMS`): ``balanced``, ``balanced:N``,
+                ``covering``, ``covering:N``, ``all``, ``sample:N``, any of them ``+flips``
+                (or ``+flips:next``), ``flips``, ``flips:N`` (the presets take ``all`` only);
+                default ``balanced`` (``all`` for the presets).
             seeds: a number of seeds (``first_seed``, ``first_seed + 1``, ...) or a list.
             ceiling: also compute each cell's ceiling (``ceiling`` column, for mismatch).
         """
@@ -103,7 +113,7 @@ class SweepSpec:
         if len(set(names)) != len(names):
             raise SweepError(f"an agent appears twice: {names}")
         task_ids = resolve_tasks(tasks)
-        points, factors, space_desc, subset = select_harnesses(space, subset, max_harnesses)
+        chosen = select_design(space, subset, max_harnesses)
         if isinstance(seeds, int):
             if seeds < 1:
                 raise SweepError(f"seeds must be at least 1, got {seeds}")
@@ -113,7 +123,16 @@ class SweepSpec:
             if not seed_list or len(set(seed_list)) != len(seed_list):
                 raise SweepError(f"seeds must be a non-empty list of distinct integers, got {list(seeds)}")
         return cls(
-            parsed, task_ids, tuple(points), factors, seed_list, ceiling, node_limit, space_desc, subset
+            parsed,
+            task_ids,
+            tuple(chosen.points),
+            chosen.factors,
+            seed_list,
+            ceiling,
+            node_limit,
+            chosen.space,
+            chosen.subset,
+            chosen.design,
         )
 
     @property
@@ -145,6 +164,7 @@ class SweepSpec:
             **self.identity(),
             "space": self.space,
             "subset": self.subset,
+            "design": dict(self.design) if self.design is not None else None,
             "n_cells": self.n_cells,
             "harness_specs": [
                 {"name": p.name, "id": p.harness.id, "levels": dict(p.levels), "spec": p.harness.to_dict()}
@@ -216,12 +236,29 @@ def resolve_space(space: Any) -> Any:
     return HarnessSpace.from_yaml(path)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The harnesses a subset names, with the design record that ``sweep.json`` keeps."""
+
+    points: list[HarnessPoint]
+    factors: tuple[str, ...]
+    space: Any
+    subset: str
+    design: dict[str, Any]
+
+
 def select_harnesses(
     space: Any, subset: str | None = None, max_harnesses: int = ALL_LIMIT
 ) -> tuple[list[HarnessPoint], tuple[str, ...], Any, str]:
     """The harnesses a subset of a space names: (points, factor names, space record, subset)."""
+    chosen = select_design(space, subset, max_harnesses)
+    return chosen.points, chosen.factors, chosen.space, chosen.subset
+
+
+def select_design(space: Any, subset: str | None = None, max_harnesses: int = ALL_LIMIT) -> Selection:
+    """The harnesses of a subset (a design) of a space, and the record of that design."""
     from harness_gym.core.presets import PRESETS
-    from harness_gym.core.space import CoverageError, level_name
+    from harness_gym.core.space import level_name
 
     resolved = resolve_space(space)
     if resolved == "presets":
@@ -236,9 +273,46 @@ def select_harnesses(
             HarnessPoint(name, h, {f: level_name(getattr(h, f)) for f in factors})
             for name, h in PRESETS.items()
         ]
-        return points, factors, "presets", subset
+        design = {"kind": "presets", "construction": "the named presets", "n": len(points)}
+        return Selection(points, factors, "presets", subset, design)
     subset = subset or "balanced"
-    kind, _, arg = subset.partition(":")
+    base_form, plus, flip_form = subset.partition("+")
+    if not plus and base_form.partition(":")[0] == "flips":
+        _, _, n_text = base_form.partition(":")
+        base_form, flip_form = ("balanced:" + n_text) if n_text else "balanced", "flips"
+    mode = None
+    if flip_form:
+        mode = {"flips": "all", "flips:all": "all", "flips:next": "next"}.get(flip_form)
+        if mode is None:
+            raise SweepError(
+                f"unknown --subset {subset!r}: after '+' comes flips or flips:next; forms: {SUBSET_FORMS}"
+            )
+    base = _base_design(resolved, subset, base_form, max_harnesses)
+    record: dict[str, Any] = _design_record(base)
+    design = base
+    if mode is not None:
+        design = resolved.flips(base, mode)
+        record = {**_design_record(design), "mode": mode, "base": record}
+    if len(design) > max_harnesses:
+        raise SweepError(
+            f"--subset {subset} would run {len(design):,} harnesses (limit {max_harnesses:,}); "
+            "use a smaller design (balanced:N, covering, sample:N) or raise --max-harnesses"
+        )
+    harnesses = resolved.points(design)
+    width = max(2, len(str(len(harnesses) - 1)))
+    names = [f"h{i:0{width}d}" for i in range(len(harnesses))]
+    points = [HarnessPoint(name, h, resolved.levels_of(h)) for name, h in zip(names, harnesses)]
+    if mode is not None:
+        record["flips"] = [[names[b], names[f], resolved.factor_names[c]] for b, f, c in design.flips]
+    return Selection(points, resolved.factor_names, resolved.to_dict(), subset, record)
+
+
+def _base_design(space: Any, subset: str, form: str, max_harnesses: int) -> Any:
+    """The design a subset form without flips names (rows of level indices)."""
+    from harness_gym.core.designs import Design, full_factorial
+    from harness_gym.core.space import CoverageError
+
+    kind, _, arg = form.partition(":")
     n: int | None = None
     if arg:
         try:
@@ -247,34 +321,51 @@ def select_harnesses(
             n = None
         if n is None or n < 1:
             raise SweepError(f"bad --subset {subset!r}: N must be a positive integer; forms: {SUBSET_FORMS}")
-    if kind == "balanced":
-        try:
-            harnesses = resolved.balanced(2) if len(resolved.factors) >= 2 else list(resolved)
-        except CoverageError as err:
-            raise SweepError(str(err)) from None
-        if n is not None:
-            if n > len(harnesses):
-                raise SweepError(
-                    f"--subset {subset} asks for {n} points but the strength-2 covering array of this "
-                    f"space has {len(harnesses)}; use --subset balanced or sample:{n}"
-                )
-            harnesses = harnesses[:n]
-    elif kind == "all" and n is None:
-        if resolved.size > max_harnesses:
+    counts = tuple(len(f.levels) for f in space.factors)
+    try:
+        if kind == "balanced":
+            if n is None:
+                return space.balanced_design(2 if len(counts) >= 2 else 1)
+            if n > space.size:
+                raise SweepError(f"--subset {subset}: the space has only {space.size} points")
+            best = space.balanced_design(2 if len(counts) >= 2 else 1)
+            return best if len(best) == n else space.balanced_design(2 if len(counts) >= 2 else 1, n)
+        if kind == "covering":
+            design = space.covering_design(2) if len(counts) >= 2 else None
+            if design is None:
+                return Design("full factorial", counts, full_factorial(counts), "every combination")
+            if n is not None:
+                if n > len(design):
+                    raise SweepError(
+                        f"--subset {subset} asks for {n} points but the strength-2 covering array of this "
+                        f"space has {len(design)}; use --subset covering or sample:{n}"
+                    )
+                design = Design(design.kind, counts, design.rows[:n], design.construction + f", first {n}")
+            return design
+    except CoverageError as err:
+        raise SweepError(str(err)) from None
+    if kind == "all" and n is None:
+        if space.size > max_harnesses:
             raise SweepError(
-                f"--subset all would run {resolved.size:,} harnesses (limit {max_harnesses:,}); "
-                "use balanced, balanced:N or sample:N, or raise --max-harnesses"
+                f"--subset all would run {space.size:,} harnesses (limit {max_harnesses:,}); "
+                "use balanced, balanced:N, covering or sample:N, or raise --max-harnesses"
             )
-        harnesses = list(resolved)
-    elif kind == "sample" and n is not None:
-        if n > resolved.size:
-            raise SweepError(f"--subset {subset}: the space has only {resolved.size} points")
-        harnesses = _unique_sample(resolved, n)
-    else:
-        raise SweepError(f"unknown --subset {subset!r}; forms: {SUBSET_FORMS}")
-    width = max(2, len(str(len(harnesses) - 1)))
-    points = [HarnessPoint(f"h{i:0{width}d}", h, resolved.levels_of(h)) for i, h in enumerate(harnesses)]
-    return points, resolved.factor_names, resolved.to_dict(), subset
+        return Design("full factorial", counts, full_factorial(counts), "every combination")
+    if kind == "sample" and n is not None:
+        if n > space.size:
+            raise SweepError(f"--subset {subset}: the space has only {space.size} points")
+        rows = [space.indices(h) for h in _unique_sample(space, n)]
+        return Design("sample", counts, np.array(rows, dtype=np.int64).reshape(-1, len(counts)), "seed 0")
+    raise SweepError(f"unknown --subset {subset!r}; forms: {SUBSET_FORMS}")
+
+
+def _design_record(design: Any) -> dict[str, Any]:
+    return {
+        "kind": design.kind,
+        "construction": design.construction,
+        "n": len(design),
+        "balance": design.balance().to_dict(),
+    }
 
 
 def _unique_sample(space: Any, n: int) -> list[Harness]:

@@ -2,10 +2,13 @@
 
 A :class:`HarnessSpace` varies some factors of a base harness over named levels. It
 enumerates and samples its points (with a *harness seed*, separate from the task seed),
-builds balanced factorial subsets (covering arrays: every combination of levels of every
-``t`` factors appears at least once), splits into train and held-out parts by whole levels or
-by points, and saves and loads as YAML. :data:`DEFAULT_SPACE` varies every factor whose levels
-keep the ceiling (presentation, interface and the invalid-action policy).
+builds designs (:mod:`harness_gym.core.designs`): *balanced* subsets (orthogonal arrays: every
+pair of levels of every two factors appears equally often, or a level-balanced near-orthogonal
+fallback with its imbalance measured), *covering* subsets (every combination of levels of every
+``t`` factors appears at least once, with no promise of balance) and one-factor *flips*;
+splits into train and held-out parts by whole levels or by points, and saves and loads as YAML.
+:data:`DEFAULT_SPACE` varies every factor whose levels keep the ceiling (presentation, interface
+and the invalid-action policy).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_gym.core.designs import Design, flips, near_orthogonal, orthogonal_array
 from harness_gym.core.harness import Harness, HarnessSpecError
 
 
@@ -71,7 +75,7 @@ class Factor:
 
 
 class CoverageError(HarnessSpecError):
-    """A covering-array request that cannot be met."""
+    """A design request (covering or balanced subset) that cannot be met."""
 
 
 class HarnessSpace:
@@ -144,20 +148,26 @@ class HarnessSpace:
     def _draw(self, rng: np.random.Generator) -> Harness:
         return self.point([int(rng.integers(len(f.levels))) for f in self.factors])
 
-    # -- balanced subsets --------------------------------------------------------------------
+    # -- designs -----------------------------------------------------------------------------
 
-    def balanced(self, strength: int = 2, max_points: int | None = None, seed: int = 0) -> list[Harness]:
+    def covering(self, strength: int = 2, max_points: int | None = None, seed: int = 0) -> list[Harness]:
         """A covering array: every ``strength``-way combination of levels appears at least once.
 
         Built greedily (each new point covers as many uncovered combinations as it can), which
         gives few points in practice; ``len()`` of the result says how many it used. The
-        result is deterministic for a given ``seed``.
+        result is deterministic for a given ``seed``. It promises coverage, not balance: a
+        level may meet another factor's levels unevenly, so raw per-level success rates over
+        a covering array mix in the other factors' effects.
 
         Raises:
             CoverageError: if ``strength`` is not between 1 and the number of factors, or if
                 ``max_points`` is below the least possible size (the product of the
                 ``strength`` largest level counts).
         """
+        return self.points(self.covering_design(strength, max_points, seed))
+
+    def covering_design(self, strength: int = 2, max_points: int | None = None, seed: int = 0) -> Design:
+        """:meth:`covering` as a :class:`~harness_gym.core.designs.Design` (level indices)."""
         k = len(self.factors)
         if not 1 <= strength <= k:
             raise CoverageError(f"strength must be between 1 and the number of factors ({k}), got {strength}")
@@ -175,7 +185,53 @@ class HarnessSpace:
                 f"the greedy construction needed {len(rows)} points for strength {strength}, "
                 f"more than max_points={max_points} (lower bound {bound}); raise max_points"
             )
-        return [self.point(r) for r in rows]
+        return Design(
+            "covering array",
+            tuple(counts),
+            np.array(rows, dtype=np.int64).reshape(-1, k),
+            f"greedy strength-{strength} covering, seed {seed}",
+        )
+
+    def balanced(self, strength: int = 2, max_points: int | None = None, seed: int = 0) -> list[Harness]:
+        """A balanced subset: every ``strength``-way combination of levels appears equally often.
+
+        The smallest orthogonal array :func:`~harness_gym.core.designs.orthogonal_array` can
+        construct; if it has more than ``max_points`` points, a level-balanced near-orthogonal
+        design of ``max_points`` points instead (:meth:`balanced_design` says which, and how
+        balanced). Deterministic for a given ``seed``.
+        """
+        return self.points(self.balanced_design(strength, max_points, seed))
+
+    def balanced_design(self, strength: int = 2, max_points: int | None = None, seed: int = 0) -> Design:
+        """:meth:`balanced` as a :class:`~harness_gym.core.designs.Design` (its ``balance()``
+        measures it)."""
+        k = len(self.factors)
+        if not 1 <= strength <= k:
+            raise CoverageError(f"strength must be between 1 and the number of factors ({k}), got {strength}")
+        counts = tuple(len(f.levels) for f in self.factors)
+        design = orthogonal_array(counts, strength, seed)
+        if max_points is not None and len(design) > max_points:
+            return near_orthogonal(counts, max_points, seed)
+        return design
+
+    def flips(self, base: Sequence[Harness] | Design, mode: str = "next") -> Design:
+        """``base`` plus, per base point and factor, the points that change only that factor
+        (to the next level, or with ``mode="all"`` to every other level):
+        :func:`~harness_gym.core.designs.flips`."""
+        if isinstance(base, Design):
+            rows = base.rows
+        else:
+            rows = np.array([self.indices(h) for h in base], dtype=np.int64)
+        return flips(rows.reshape(-1, len(self.factors)), [len(f.levels) for f in self.factors], mode)
+
+    def points(self, design: Design | np.ndarray) -> list[Harness]:
+        """The harnesses at a design's rows of level indices."""
+        rows = design.rows if isinstance(design, Design) else design
+        return [self.point([int(v) for v in r]) for r in rows]
+
+    def indices(self, harness: Harness) -> tuple[int, ...]:
+        """The level index each factor takes in ``harness``."""
+        return tuple(f.index(getattr(harness, f.name)) for f in self.factors)
 
     def min_covering_size(self, strength: int = 2) -> int:
         counts = sorted(len(f.levels) for f in self.factors)
@@ -228,7 +284,7 @@ class HarnessSpace:
     def split_points(
         points: Sequence[Harness], held_out_fraction: float, seed: int = 0
     ) -> tuple[list[Harness], list[Harness]]:
-        """Split a list of points (e.g. a balanced subset) into train and held-out, seeded."""
+        """Split a list of points (e.g. a balanced or covering subset) into train and held-out, seeded."""
         if not 0 < held_out_fraction < 1:
             raise ValueError(f"held_out_fraction must be in (0, 1), got {held_out_fraction}")
         order = np.random.default_rng(seed).permutation(len(points))
@@ -324,6 +380,10 @@ class HeldOut:
     def balanced(self, strength: int = 2, seed: int = 0) -> list[Harness]:
         """The points of the full space's balanced subset that fall in the held-out part."""
         return [h for h in self.space.balanced(strength, seed=seed) if h in self]
+
+    def covering(self, strength: int = 2, seed: int = 0) -> list[Harness]:
+        """The points of the full space's covering subset that fall in the held-out part."""
+        return [h for h in self.space.covering(strength, seed=seed) if h in self]
 
 
 def _greedy_covering(counts: Sequence[int], t: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
