@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/harness-gym sweep --agent random --agent oracle --agent oracle@Json --tasks all \
-		--space examples/demo-space.yaml --subset balanced --seeds 5 --workers 2 --out runs/demo
+		--space examples/demo-space.yaml --subset balanced:2+flips --seeds 5 --workers 2 --out runs/demo
 	$(BIN)/harness-gym report runs/demo
 
 test: setup

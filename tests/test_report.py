@@ -208,7 +208,7 @@ def test_variance_decomposition_splits_the_harness_part_by_the_model() -> None:
         (lambda t, h, s: h % 2, HARNESS_PARTS[2]),
     ):
         rows = synthetic(success)
-        model = factor_effects(rows, ["style"], replicates=1).model
+        model = factor_effects(rows, ["style"], replicates=1).models
         table = variance_decomposition(rows, model=model).set_index("component")
         assert table.loc[part, "share"] == pytest.approx(1.0)
         assert table.loc[list(HARNESS_PARTS), "share"].sum() == pytest.approx(1.0)

@@ -57,6 +57,7 @@ class Model:
     not_identified: list[str] = field(default_factory=list)
     omitted: list[tuple[str, str]] = field(default_factory=list)
     aliases: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    unseparable: list[tuple[str, str]] = field(default_factory=list)
     harnesses: list[str] = field(default_factory=list)  # the harness name of each row
 
     @property
@@ -94,18 +95,18 @@ class Model:
                 f"other factors' (rank deficient with {h} harness(es)); those effects are not estimated"
             )
         n_pairs = math.comb(len(self.factors), 2)
-        if self.omitted:
-            shown = ", ".join(f"{a} x {b}" for a, b in self.omitted[:6])
-            more = f" and {len(self.omitted) - 6} more" if len(self.omitted) > 6 else ""
+        if self.unseparable:
+            shown = ", ".join(f"{a} x {b}" for a, b in self.unseparable[:6])
+            more = f" and {len(self.unseparable) - 6} more" if len(self.unseparable) > 6 else ""
             out.append(
-                f"{len(self.omitted)} of {n_pairs} two-factor interactions cannot be separated by the design "
-                f"({shown}{more}); the model assumes them zero"
+                f"{len(self.unseparable)} of {n_pairs} two-factor interactions cannot be separated by the "
+                f"design ({shown}{more}); the model assumes them zero"
             )
         if self.aliases:
             example = next(iter(self.aliases.items()))
             out.append(
                 f"the main effects of {_names(list(self.aliases))} are confounded with two-factor "
-                f"interactions the design cannot separate (e.g. {example[0]} with "
+                f"interactions left out of the model (e.g. {example[0]} with "
                 f"{' x '.join(example[1][0])}): an interaction between those factors would show up "
                 "as a main effect; flips (--subset ...+flips) measure effects without this"
             )
@@ -120,16 +121,22 @@ def build_model(
     codes: np.ndarray,
     factors: Sequence[str],
     levels: Mapping[str, Sequence[str]],
-    interactions: bool = True,
+    means: np.ndarray | None = None,
+    counts: np.ndarray | None = None,
+    noise: float | None = None,
     alias_threshold: float = 0.3,
 ) -> Model:
     """The model for a design (one row of level indices per harness).
 
     Main effects first; a factor whose columns add less than their full rank is *not
-    identified*. Then two-way interactions, fewest columns first, each kept only if it adds
-    its full rank (the design separates it from everything already in). Interactions left out
-    are *omitted*; a factor whose estimate moves by more than ``alias_threshold`` per unit of
-    an omitted interaction's column is *aliased* with it.
+    identified*. A two-way interaction the design can estimate on top of the main effects is
+    *separable*; the others are *unseparable*. Without outcomes every separable interaction
+    is kept that still adds its full rank (fewest columns first). With outcomes (``means``
+    per harness, ``counts`` of episodes behind them, ``noise`` the variance of one episode)
+    interactions enter by forward selection among those whose sum of squares is beyond the
+    99.9% point of its chi-square under no interaction: the one that explains the most. A main
+    effect whose coefficients move by more than ``alias_threshold`` per unit of a left-out
+    interaction's column is *aliased* with it.
     """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(factors))
     h = len(codes)
@@ -151,36 +158,72 @@ def build_model(
             rank = r
         else:
             not_identified.append(f)
-    omitted: list[tuple[str, str]] = []
-    if interactions:
-        pairs = sorted(
-            itertools.combinations(range(len(factors)), 2),
-            key=lambda ij: (blocks[(factors[ij[0]],)].shape[1] * blocks[(factors[ij[1]],)].shape[1], ij),
+    main_rank = rank
+    unseparable: list[tuple[str, str]] = []
+    separable: dict[tuple[str, str], np.ndarray] = {}
+    pairs = sorted(
+        itertools.combinations(range(len(factors)), 2),
+        key=lambda ij: (blocks[(factors[ij[0]],)].shape[1] * blocks[(factors[ij[1]],)].shape[1], ij),
+    )
+    for i, j in pairs:
+        a, b = blocks[(factors[i],)], blocks[(factors[j],)]
+        pair = (factors[i], factors[j])
+        if not a.shape[1] or not b.shape[1]:
+            continue
+        block = (a[:, :, None] * b[:, None, :]).reshape(h, -1)
+        blocks[pair] = block
+        k = block.shape[1]
+        if factors[i] in not_identified or factors[j] in not_identified or main_rank + k > h:
+            unseparable.append(pair)
+        elif np.linalg.matrix_rank(np.hstack([*cols, block])) == main_rank + k:
+            separable[pair] = block
+        else:
+            unseparable.append(pair)
+
+    def fits(block: np.ndarray) -> bool:
+        return (
+            rank + block.shape[1] <= h
+            and np.linalg.matrix_rank(np.hstack([*cols, block])) == rank + block.shape[1]
         )
-        for i, j in pairs:
-            a, b = blocks[(factors[i],)], blocks[(factors[j],)]
-            if not a.shape[1] or not b.shape[1]:
-                continue
-            block = (a[:, :, None] * b[:, None, :]).reshape(h, -1)
-            blocks[(factors[i], factors[j])] = block
-            if factors[i] in not_identified or factors[j] in not_identified:
-                omitted.append((factors[i], factors[j]))
-                continue
-            if rank + block.shape[1] <= h:
-                r = np.linalg.matrix_rank(np.hstack([*cols, block]))
-                if r == rank + block.shape[1]:
-                    cols.append(block)
-                    terms.append((factors[i], factors[j]))
-                    rank = r
-                    continue
-            omitted.append((factors[i], factors[j]))
+
+    if means is None:
+        for pair, block in separable.items():
+            if fits(block):
+                cols.append(block)
+                terms.append(pair)
+                rank += block.shape[1]
+    else:
+        w = np.sqrt(np.asarray(counts if counts is not None else np.ones(h), dtype=float))
+        y = np.asarray(means, dtype=float) * w
+        scale = max(float(noise or 0.0), 1e-12)
+
+        def rss(x: np.ndarray) -> float:
+            coef, *_ = np.linalg.lstsq(x * w[:, None], y, rcond=None)
+            return float(((y - (x * w[:, None]) @ coef) ** 2).sum())
+
+        left = dict(separable)
+        while left:
+            now = rss(np.hstack(cols))
+            gains = {}
+            for pair, block in left.items():
+                if fits(block):
+                    gain = (now - rss(np.hstack([*cols, block]))) / scale
+                    if gain > _chi2_999(block.shape[1]):
+                        gains[pair] = gain
+            if not gains:
+                break
+            best = max(gains, key=lambda p: gains[p])  # ties: the first, i.e. fewest columns
+            cols.append(left.pop(best))
+            terms.append(best)
+            rank += blocks[best].shape[1]
+    omitted = unseparable + [p for p in separable if p not in terms]
     matrix = np.hstack(cols)
     slices, start = {}, 1
     for t, block in zip(terms, cols[1:]):
         slices[t] = slice(start, start + block.shape[1])
         start += block.shape[1]
     model = Model(list(factors), {f: list(levels[f]) for f in factors}, codes, terms, matrix, slices)
-    model.not_identified, model.omitted = not_identified, omitted
+    model.not_identified, model.omitted, model.unseparable = not_identified, omitted, unseparable
     if omitted:
         pinv = np.linalg.pinv(matrix)
         for t in [t for t in terms if len(t) == 1]:
@@ -196,16 +239,23 @@ def build_model(
     return model
 
 
+def _chi2_999(k: int) -> float:
+    """The 99.9% point of a chi-square with ``k`` degrees of freedom (Wilson-Hilferty)."""
+    z = 3.090232306167813
+    return k * (1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k))) ** 3
+
+
 # -- the estimators ----------------------------------------------------------------------------
 
 
 @dataclass
 class Effects:
-    """Effect rows (``table``), the estimator that made them, the model, and warnings in words."""
+    """Effect rows (``table``), the estimator that made them, each agent's least-squares model
+    (empty for paired flips), and warnings in words."""
 
     table: Any
     estimator: str
-    model: Model | None
+    models: dict[str, Model]
     warnings: list[str]
 
 
@@ -281,8 +331,25 @@ def factor_effects(
     grids = _grids(ok, value)
     records: list[dict[str, Any]] = []
     warnings: list[str] = []
-    model = None
-    if flips:
+    models: dict[str, Model] = {}
+    if not flips:
+        estimator = LEAST_SQUARES
+        for agent, grid in grids.items():
+            codes = np.array(
+                [[levels[f].index(per_harness.at[h, f"level_{f}"]) for f in factors] for h in grid.harnesses],
+                dtype=np.int64,
+            ).reshape(len(grid.harnesses), len(factors))
+            present = ~np.isnan(grid.y)
+            counts = present.sum(axis=0).astype(float)
+            means = np.nansum(grid.y, axis=0) / np.maximum(counts, 1.0)
+            resid = np.where(present, grid.y - means, 0.0)
+            noise = float((resid**2).sum() / max(present.sum() - len(counts), 1))
+            model = build_model(codes, factors, levels, means, counts, noise)
+            model.harnesses = list(grid.harnesses)
+            models[agent] = model
+            records += _least_squares(agent, grid, model, replicates, confidence, seed)
+        warnings += _merge_warnings({a: m.warnings() for a, m in models.items()})
+    else:
         estimator = PAIRED
         for agent, grid in grids.items():
             records += _paired(agent, grid, flips, per_harness, factors, levels, replicates, confidence, seed)
@@ -292,38 +359,34 @@ def factor_effects(
                 f"the flips of {_names(unlinked)} do not link every level to the others; "
                 "those factors' effects are not estimated"
             )
-    else:
-        estimator = LEAST_SQUARES
-        names = list(per_harness.index)
-        codes = np.array(
-            [[levels[f].index(per_harness.at[h, f"level_{f}"]) for f in factors] for h in names],
-            dtype=np.int64,
-        ).reshape(len(names), len(factors))
-        model = build_model(codes, factors, levels)
-        model.harnesses = [str(h) for h in names]
-        warnings += model.warnings()
-        row_of = {h: i for i, h in enumerate(names)}
-        for agent, grid in grids.items():
-            idx = np.array([row_of[h] for h in grid.harnesses], dtype=np.int64)
-            records += _least_squares(agent, grid, model, idx, replicates, confidence, seed)
     table = pd.DataFrame.from_records(records, columns=COLUMNS)
-    return Effects(table, estimator, model, warnings)
+    return Effects(table, estimator, models, warnings)
+
+
+def _merge_warnings(per_agent: Mapping[str, list[str]]) -> list[str]:
+    """Warnings every agent shares once; the others prefixed with the agent's name."""
+    lists = list(per_agent.values())
+    shared = [w for w in (lists[0] if lists else []) if all(w in other for other in lists)]
+    out = list(shared)
+    for agent, items in per_agent.items():
+        out += [f"{agent}: {w}" for w in items if w not in shared]
+    return out
 
 
 def _least_squares(
-    agent: str, grid: _Grid, model: Model, idx: np.ndarray, replicates: int, confidence: float, seed: int
+    agent: str, grid: _Grid, model: Model, replicates: int, confidence: float, seed: int
 ) -> list[dict[str, Any]]:
     """Weighted least squares on harness means; every bootstrap replicate is one matrix product."""
-    x = model.matrix[idx]
+    x = model.matrix
     present = ~np.isnan(grid.y)
     y0 = np.where(present, grid.y, 0.0)
     w = _weights(grid.clusters, replicates, seed)
     sums, counts = w @ y0, w @ present  # (R + 1, harnesses)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    base = counts[0] / max(counts[0].sum(), 1.0)
     means = np.where(counts > 0, means, means[:1])  # a harness no replicate drew: its sample mean
+    base = counts[0] / max(counts[0].sum(), 1.0)
     xtw = x.T * base
-    coef = means @ (xtw.T @ np.linalg.pinv(xtw @ x).T)
+    coef = means @ (xtw.T @ np.linalg.pinv(xtw @ x).T)  # (R + 1, p)
     out = []
     for term in model.terms:
         if len(term) != 1:
@@ -332,7 +395,7 @@ def _least_squares(
         c = model.factors.index(f)
         effects = coef[:, model.slices[term]] @ effect_coding(len(model.levels[f])).T  # (R + 1, s)
         low, high = _interval(effects[1:], confidence)
-        n = np.bincount(model.codes[idx, c], weights=present.sum(axis=0), minlength=len(model.levels[f]))
+        n = np.bincount(model.codes[:, c], weights=present.sum(axis=0), minlength=len(model.levels[f]))
         for j, level in enumerate(model.levels[f]):
             out.append(_record(agent, f, level, n[j], effects[0, j], low[j], high[j], LEAST_SQUARES))
     for f in model.not_identified:
@@ -352,8 +415,9 @@ def _paired(
     confidence: float,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """Level effects from paired differences: per factor, least squares on the level graph
-    (``L theta = b`` with ``L`` the count-weighted Laplacian), solved for every replicate."""
+    """Level effects from paired differences, for every replicate: per base averaged over bases
+    when each base was flipped to every level, else least squares on the level graph
+    (``L theta = b`` with ``L`` the count-weighted Laplacian)."""
     col = {h: i for i, h in enumerate(grid.harnesses)}
     w = _weights(grid.clusters, replicates, seed)
     out = []
@@ -377,7 +441,19 @@ def _paired(
         lap = (n_r @ outer).reshape(-1, s, s)
         rhs = s_r @ edge  # (R + 1, s)
         n_level = valid.sum(axis=0) @ np.abs(edge)  # differences touching each level
-        if np.linalg.matrix_rank(lap[0]) < s - 1:
+        bases = sorted({b for b, _ in pairs})
+        star = {b: {int(c[k]) for k, (bb, _) in enumerate(pairs) if bb == b} for b in bases}
+        if all(len(star[b]) == s - 1 for b in bases):
+            # Every base compared with every other level: per base, each level's deviation from
+            # that base's average over levels; then the average over bases (equal weights), so
+            # the estimand is the factor's mean effect over the base harnesses, interactions or not.
+            base_of = np.array([bases.index(b) for b, _ in pairs])
+            diff = np.divide(s_r, n_r, out=np.zeros_like(s_r), where=n_r > 0)  # (R + 1, pairs)
+            v = np.zeros((len(w), len(bases), s))
+            v[:, base_of, c] = diff
+            theta = (v - v.mean(axis=2, keepdims=True)).mean(axis=1)
+            low, high = _interval(theta[1:], confidence)
+        elif np.linalg.matrix_rank(lap[0]) < s - 1:
             theta = np.full((1, s), math.nan)
             low = high = theta[0]
         else:

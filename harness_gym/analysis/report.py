@@ -75,8 +75,9 @@ def marginal_effects(
 
 def variance_decomposition(rows: Any, value: str = "success", model: Any = None) -> Any:
     """Sums of squares of ``value`` per agent: task; harness, split by ``model`` (an
-    :class:`~harness_gym.analysis.effects.Model` of the sweep's harnesses) into factor main
-    effects, the model's interactions and the rest; task x harness; seed within task (the task
+    :class:`~harness_gym.analysis.effects.Model` of the sweep's harnesses, or one per agent
+    in a dict, as :func:`~harness_gym.analysis.effects.factor_effects` fits them) into factor
+    main effects, the model's interactions and the rest; task x harness; seed within task (the task
     instance); and the residual (harness x instance), with their shares of the total.
 
     Without a model the whole harness part is "harness: other". For a complete sweep (every
@@ -89,10 +90,9 @@ def variance_decomposition(rows: Any, value: str = "success", model: Any = None)
 
     ok = _ok(rows)
     records = []
-    row_of = {}
-    if model is not None:
-        row_of = {h: i for i, h in enumerate(model.harnesses)}
     for agent, g in ok.groupby("agent", sort=False):
+        mine = model.get(agent) if isinstance(model, dict) else model
+        row_of = {h: i for i, h in enumerate(mine.harnesses)} if mine is not None else {}
         y = g[value].astype(float)
         grand = y.mean()
         total = float(((y - grand) ** 2).sum())
@@ -101,7 +101,7 @@ def variance_decomposition(rows: Any, value: str = "success", model: Any = None)
         m_th = g.groupby(["task_id", "harness_id"])[value].transform("mean")
         m_ts = g.groupby(["task_id", "seed"])[value].transform("mean")
         per = g.groupby("harness_name", sort=False)[value].agg(["mean", "size"])
-        use = model if model is not None and all(h in row_of for h in per.index) else None
+        use = mine if mine is not None and all(h in row_of for h in per.index) else None
         if use is not None:
             sub = use.subset([row_of[h] for h in per.index])
             split = harness_sums_of_squares(per["mean"].to_numpy(float), per["size"].to_numpy(float), sub)
@@ -457,10 +457,10 @@ def build_report(
     design = meta.get("design") or None
     estimated = factor_effects(rows, factors, design=design, levels=levels)
     effects = estimated.table
-    model = estimated.model
-    if model is None:  # paired flips: the variance split still needs the model of the harnesses
-        model = factor_effects(rows, factors, levels=levels, replicates=1).model
-    variance = variance_decomposition(rows, model=model)
+    models = estimated.models
+    if not models:  # paired flips: the variance split still needs each agent's model
+        models = factor_effects(rows, factors, levels=levels, replicates=1).models
+    variance = variance_decomposition(rows, model=models)
     worst = worst_harness(rows)
     tables = {
         "mismatch.csv": by_cell,
