@@ -41,6 +41,7 @@ bench: setup
 	$(BIN)/python benchmarks/step_throughput.py
 	$(BIN)/python benchmarks/wrapper_overhead.py
 	$(BIN)/python benchmarks/sweep_throughput.py
+	$(BIN)/python benchmarks/designs.py
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/browser_throughput.py
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/sweep_throughput.py [--seeds 4] [--rounds 3] [--no-ray] [--no-ceiling]
 
-Every configuration runs the same sweep (random agent, every task, the balanced subset of
+Every configuration runs the same sweep (random agent, every task, the covering subset of
 DEFAULT_SPACE, ``--seeds`` seeds, ceilings on) into a fresh folder, interleaved round by round
 so machine noise hits them alike; the table shows the median and the best round (the best is
 the better estimate on a shared, noisy machine). Start-up that a
@@ -45,8 +45,8 @@ def main() -> None:
     parser.add_argument("--no-ceiling", action="store_true")
     args = parser.parse_args()
 
-    spec = SweepSpec.build(args.agent, "all", "default", "balanced", args.seeds, ceiling=not args.no_ceiling)
-    warm = SweepSpec.build(args.agent, ["ClickButton"], "default", "balanced:4", 2)
+    spec = SweepSpec.build(args.agent, "all", "default", "covering", args.seeds, ceiling=not args.no_ceiling)
+    warm = SweepSpec.build(args.agent, ["ClickButton"], "default", "covering:4", 2)
     configs: dict[str, dict[str, object]] = {
         "in-process": {"workers": 0},
         "local x1": {"workers": 1},

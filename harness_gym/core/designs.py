@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-#: How flips pick the changed levels: every other level, or the next level (cyclically).
-FLIP_MODES = ("next", "all")
+#: How flips pick the changed levels: every other level (the default), or the next level (cyclically).
+FLIP_MODES = ("all", "next")
 
 
 @dataclass(frozen=True)
@@ -358,7 +358,7 @@ def _spread_duplicates(rows: np.ndarray, rng: np.random.Generator, attempts: int
 # -- flips -------------------------------------------------------------------------------------
 
 
-def flips(base: np.ndarray, counts: Sequence[int], mode: str = "next") -> Design:
+def flips(base: np.ndarray, counts: Sequence[int], mode: str = "all") -> Design:
     """Base rows plus, per base row and factor, rows that change only that factor.
 
     ``mode="next"`` changes a factor to its next level (cyclically: level ``a`` to

@@ -214,9 +214,9 @@ class HarnessSpace:
             return near_orthogonal(counts, max_points, seed)
         return design
 
-    def flips(self, base: Sequence[Harness] | Design, mode: str = "next") -> Design:
+    def flips(self, base: Sequence[Harness] | Design, mode: str = "all") -> Design:
         """``base`` plus, per base point and factor, the points that change only that factor
-        (to the next level, or with ``mode="all"`` to every other level):
+        (to every other level, or with ``mode="next"`` to the next level only):
         :func:`~harness_gym.core.designs.flips`."""
         if isinstance(base, Design):
             rows = base.rows
