@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
+from llm_fixtures import vllm_server  # noqa: F401  (tests/llm_fixtures.py: a real vLLM server)
 
 import harness_gym
 from harness_gym import PRESETS, TASKS, HarnessEnv
