@@ -11,7 +11,7 @@ This script reproduces the experiment on the package's own tasks, on CPU, in a f
 2. Evaluate the same checkpoints under reversed field order (nothing else changed) and under
    other single-factor perturbations. The oracle's success is unchanged by each of them (the
    harness checker asserts it), so any drop is the policy's mismatch, not the ceiling.
-3. Train the text policy through a balanced (strength-2) subset of a harness space with some
+3. Train the text policy through a covering (strength-2) subset of a harness space with some
    levels held out, with "within" and with "cross" grouping, and evaluate on held-out harness
    points next to the single-harness policy.
 
@@ -148,9 +148,9 @@ def main() -> None:
         }
         print(f"{label:34s} " + "  ".join(f"{k}={v:.2f}" for k, v in single[label].items()), flush=True)
 
-    # 3. Multi-harness training on a balanced subset, evaluated on held-out points.
+    # 3. Multi-harness training on a covering subset, evaluated on held-out points.
     train_space, held = SPACE.split_levels(HELD_OUT)
-    train_points = train_space.balanced(2)
+    train_points = train_space.covering(2)
     test_points = held.sample(harness_seed=args.seed + 1, n=8 if quick else 20)
     # Same budget for both grouping rules, so the comparison is of the rule alone.
     multi_iters = 3 if quick else 12
@@ -162,8 +162,8 @@ def main() -> None:
     held_rows = {}
     for name, pol in [
         ("single harness (Json)", policy),
-        ("balanced subset, within", multi["within"]),
-        ("balanced subset, cross", multi["cross"]),
+        ("covering subset, within", multi["within"]),
+        ("covering subset, cross", multi["cross"]),
     ]:
         scores = [rate(pol, h, range(100 if not quick else 30)) for h in test_points]
         train_scores = [rate(pol, h, range(100 if not quick else 30)) for h in train_points[:8]]
@@ -279,7 +279,7 @@ def write_outputs(
         "The oracle's column is the ceiling's witness: every change here is pure presentation, so "
         "whatever a trained policy loses is mismatch.",
         "",
-        "## Training through a balanced subset of the harness space",
+        "## Training through a covering subset of the harness space",
         "",
         f"Space: {', '.join(f'{f.name} ({len(f.levels)})' for f in SPACE.factors)}; held out: "
         f"{json.dumps(HELD_OUT)}. Training used the {len(train_points)}-point strength-2 covering "
