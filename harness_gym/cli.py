@@ -23,7 +23,7 @@ from harness_gym.analysis import cli_sweep
 from harness_gym.analysis.rollout import EpisodeResult, run_episode
 from harness_gym.baselines import cli_train
 from harness_gym.baselines.agents import AGENTS, make_agent
-from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, Harness
+from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, Harness
 from harness_gym.core.presets import PRESETS
 from harness_gym.core.registry import TASKS, registered_env_ids
 from harness_gym.progress import progress
@@ -90,6 +90,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         levels["rename_args"] = "canonical argument name -> shown name"
         levels["prompt_template"] = "default, terse, verbose, or a template using {tools}"
         levels["max_action_chars"] = "longest agent output parsed (default 8192)"
+        levels["few_shot"] = f"0 to {MAX_FEW_SHOT} worked examples in the system prompt"
         _table(
             [["factor", "default", "levels"]]
             + [[f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()],

@@ -16,6 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from harness_gym.core.grammar import ActionGrammar
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
 from harness_gym.core.spaces import UnicodeText
@@ -25,6 +26,8 @@ from harness_gym.core.tools import ActionError, preview
 #: Observations longer than this are cut (with a visible marker) to stay in the space.
 MAX_OBSERVATION_CHARS = 262_144
 _TRUNCATED = "\n...[observation truncated]"
+#: Worked examples use seeds counting down from here (far from the seeds people pick).
+EXAMPLE_SEED = 2**31 - 2
 
 
 class HarnessEnv(gym.Env[str, str]):
@@ -84,6 +87,8 @@ class HarnessEnv(gym.Env[str, str]):
         self._error_kind: str | None = None
         self._history: list[dict[str, Any]] = []
         self._observation = ""
+        self._prompt = self.bound.system_prompt
+        self._examples: dict[tuple[str, tuple[int, ...]], list[tuple[str, Action]]] = {}
 
     # -- Gymnasium API ---------------------------------------------------------------------
 
@@ -96,6 +101,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._seed = int(episode_seed)
         source = self._harness_source(self._seed) if self._harness_source else self.base_harness
         self._bind(self._perturbed(source))
+        self._prompt = self.bound.prompt(self._worked_examples(self._seed))
         self.task.reset(np.random.default_rng(self._seed))
         self._digest = self.task.digest()
         self._steps = 0
@@ -107,7 +113,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._history = []
         self._observation = self._render(self.task.fields(), shown_error=None)
         info = self._info()
-        info["system_prompt"] = self.bound.system_prompt
+        info["system_prompt"] = self._prompt
         info["tools"] = json.loads(self._tools_json)  # a fresh copy per episode
         return self._observation, info
 
@@ -238,7 +244,39 @@ class HarnessEnv(gym.Env[str, str]):
 
     @property
     def system_prompt(self) -> str:
-        return self.bound.system_prompt
+        """This episode's system prompt (with the harness's worked examples, if any)."""
+        return self._prompt
+
+    def action_grammar(self) -> ActionGrammar:
+        """The grammar of this step's valid replies (for constrained decoding)."""
+        return self.bound.grammar(self.legal_actions())
+
+    def _worked_examples(self, episode_seed: int) -> list[tuple[str, Action]]:
+        """The harness's worked examples: oracle steps on other seeds of this task.
+
+        Example ``i`` is step ``i`` of the oracle's episode on seed ``EXAMPLE_SEED - i`` (a
+        later step shows a later kind of decision; a shorter episode gives its last step).
+        Seeds that equal the episode's are skipped, so an example never shows the instance
+        being played. Built before the episode's own reset and cached per harness.
+        """
+        n = self.harness.few_shot
+        if n == 0:
+            return []
+        seeds = [s for s in range(EXAMPLE_SEED, EXAMPLE_SEED - n - 1, -1) if s != episode_seed][:n]
+        key = (self.harness.id, tuple(seeds))
+        if key not in self._examples:
+            examples = []
+            for i, seed in enumerate(seeds):
+                self.task.reset(np.random.default_rng(seed))
+                fields, action = self.task.fields(), self.task.oracle()
+                step = 0
+                while step < i and not self.task.step(action).terminated:
+                    step += 1
+                    fields, action = self.task.fields(), self.task.oracle()
+                if self.bound.exposes(action):
+                    examples.append((self.bound.render(fields, step=step), action))
+            self._examples = {key: examples}  # one harness at a time: keep the last only
+        return self._examples[key]
 
     # -- internals -------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.formats import RENDERERS
+from harness_gym.core.grammar import ActionGrammar, action_grammar
 from harness_gym.core.task import Action, ActionSpec
 from harness_gym.core.tools import TOOL_DESCRIPTIONS, TOOL_NAMINGS, TOOL_STYLES, Toolbox
 
@@ -43,6 +44,10 @@ PROMPT_TEMPLATES: dict[str, str] = {
     ),
 }
 
+#: What the system prompt says in place of the tool list when tools go through the native channel.
+NATIVE_TOOLS_NOTE = "(the tools are given to you as functions)"
+NATIVE_FORMAT_HINT = "Call exactly one function per turn."
+
 FORMAT_NAMES = {
     "json": "JSON",
     "markdown": "Markdown",
@@ -60,7 +65,12 @@ LEVELS: dict[str, Collection[Any]] = {
     "tool_descriptions": TOOL_DESCRIPTIONS,
     "parser": ("strict", "lenient"),
     "invalid_action": ("feedback", "end", "ignore"),
+    "context": ("observation", "transcript"),
+    "tool_channel": ("text", "native"),
 }
+
+#: Most worked examples a harness writes into its system prompt.
+MAX_FEW_SHOT = 8
 
 
 class HarnessSpecError(ValueError):
@@ -91,6 +101,15 @@ class Harness:
         step_budget: maximum agent turns, or ``None`` for the task's own budget.
         prompt_template: a name from ``PROMPT_TEMPLATES`` or a custom template using
             ``{format}``, ``{tools}`` and ``{format_hint}``.
+        context: what a language-model agent is shown each turn: ``observation`` (the system
+            prompt and the current observation, which carries the harness's own history
+            window) or ``transcript`` (the chat so far as alternating user / assistant
+            messages, cut to ``history_window`` earlier turns).
+        tool_channel: ``text`` (tools described in the system prompt in ``tool_style``; the
+            reply is parsed by the harness) or ``native`` (tools sent as function tools; the
+            returned call is written back in ``tool_style`` and parsed the same way).
+        few_shot: worked examples in the system prompt (0 to ``MAX_FEW_SHOT``): oracle steps
+            on other seeds of the same task, written by this harness.
         max_action_chars: longer agent outputs are rejected unparsed.
     """
 
@@ -109,6 +128,9 @@ class Harness:
     invalid_action: str = "feedback"
     step_budget: int | None = None
     prompt_template: str = "default"
+    context: str = "observation"
+    tool_channel: str = "text"
+    few_shot: int = 0
     max_action_chars: int = 8192
     _id: str = field(default="", init=False, repr=False, compare=False)
 
@@ -167,6 +189,9 @@ class Harness:
                 f"prompt_template must be one of {list(PROMPT_TEMPLATES)} or a custom template "
                 f"containing {{tools}}, got {self.prompt_template!r}"
             )
+        fs = self.few_shot
+        if isinstance(fs, bool) or not isinstance(fs, int) or not 0 <= fs <= MAX_FEW_SHOT:
+            raise HarnessSpecError(f"few_shot must be an integer from 0 to {MAX_FEW_SHOT}, got {fs!r}")
         if not isinstance(self.max_action_chars, int) or self.max_action_chars < 16:
             raise HarnessSpecError("max_action_chars must be an integer >= 16")
         object.__setattr__(self, "_id", "h-" + _hash(self.to_dict(full=False)))
@@ -271,13 +296,48 @@ class BoundHarness:
             raise HarnessSpecError(str(err)) from None
         self._render = RENDERERS[harness.obs_format]
         template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
+        native = harness.tool_channel == "native"
+        #: The system prompt without worked examples (see :meth:`prompt`).
         self.system_prompt = template.format(
             format=FORMAT_NAMES.get(harness.obs_format, harness.obs_format),
-            tools=self.toolbox.text_schema(),
-            format_hint=self.toolbox.format_hint(),
+            tools=NATIVE_TOOLS_NOTE if native else self.toolbox.text_schema(),
+            format_hint=NATIVE_FORMAT_HINT if native else self.toolbox.format_hint(),
         )
         self.openai_tools = self.toolbox.openai_tools()
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
+
+    def prompt(self, examples: Sequence[tuple[str, Action]] = ()) -> str:
+        """The system prompt with worked examples (observation, canonical action) appended.
+
+        Each example's action is written as this harness expects a reply: in its tool style
+        on the ``text`` channel, as a function call object on the ``native`` channel.
+        """
+        if not examples:
+            return self.system_prompt
+        parts = [self.system_prompt, "", "Worked examples (other instances of this task):"]
+        for i, (observation, action) in enumerate(examples, start=1):
+            parts += ["", f"Example {i}", "Observation:", observation, "Action:", self.example_reply(action)]
+        return "\n".join(parts)
+
+    def example_reply(self, action: Action) -> str:
+        """``action`` as this harness's channel expects the agent to reply with it."""
+        if self.harness.tool_channel == "native":
+            name, arguments = self.toolbox.call(action)
+            return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        return self.toolbox.format(action)
+
+    def write_call(self, name: Any, arguments: Any) -> str:
+        """A native tool call (the name and arguments a model returned) in this harness's syntax.
+
+        Nothing is checked here: an unknown tool, arguments that are not a JSON object or a
+        wrong argument come out as text that :meth:`parse` rejects with the same error as
+        on the text channel, so both channels share one path for errors.
+        """
+        return self.toolbox.write_call(name, arguments)
+
+    def grammar(self, actions: Sequence[Action]) -> ActionGrammar:
+        """The grammar of this step's valid replies, given the legal canonical ``actions``."""
+        return action_grammar(self.toolbox, actions, native=self.harness.tool_channel == "native")
 
     def render(
         self,

@@ -2,7 +2,10 @@
 
 Each preset is registered with every task as ``harness_gym/<Task>-<Preset>-v0``. The
 ``Json`` preset is the canonical harness (all defaults); ``JsonReversed`` differs from it
-only in field order, the perturbation behind the MiniWoB++ field-order result.
+only in field order, the perturbation behind the MiniWoB++ field-order result;
+``JsonTranscript``, ``JsonNative`` and ``JsonFewShot`` change only how a language-model agent
+is shown the episode (the chat so far), how its tools are sent (as native function tools) and
+how many worked examples its system prompt carries (two).
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from harness_gym.core.harness import Harness, HarnessSpecError
 PRESETS: dict[str, Harness] = {
     "Json": Harness(),
     "JsonReversed": Harness(field_order="reversed"),
+    # One change each, for language-model agents: how the chat is built and tools are sent.
+    "JsonTranscript": Harness(context="transcript", history_window="all"),
+    "JsonNative": Harness(tool_channel="native"),
+    "JsonFewShot": Harness(few_shot=2),
     "Markdown": Harness(
         obs_format="markdown",
         field_order="reversed",

@@ -253,6 +253,52 @@ class Toolbox:
         parts = [tool.name] + [str(v) if isinstance(v, int) else _shell_quote(v) for _, v in pairs]
         return " ".join(parts)
 
+    def call(self, action: Action) -> tuple[str, dict[str, Any]]:
+        """A canonical action as a native function call: the tool's name and its arguments."""
+        tool = self._by_canonical.get(action.name)
+        if tool is None:
+            raise KeyError(f"action {action.name!r} is not a tool of this harness")
+        return tool.name, {n: action[p.name] for p, n in zip(tool.params, tool.arg_names)}
+
+    def write_call(self, name: Any, arguments: Any) -> str:
+        """Write a model's native tool call in this style, without checking it.
+
+        ``arguments`` is the JSON text (or an already decoded value) the model returned.
+        Whatever is wrong with the call (unknown tool, arguments that are not a JSON
+        object, a wrong or missing argument) is left for :meth:`parse` to report.
+        """
+        name = str(name)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except (ValueError, RecursionError):
+                pass
+        if self.style == "json":
+            return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        if not isinstance(arguments, dict):
+            # Not an object: written so that the style's parser reports a malformed call.
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            if self.style == "python":
+                return f"{name}({raw}"
+            if self.style == "xml":
+                return f"<{name}>{_xml_escape(raw)}"
+            return f"{name} {_shell_quote(raw)} '"
+        pairs = [(str(k), v) for k, v in arguments.items()]
+        if self.style == "python":
+            return f"{name}({', '.join(f'{k}={v!r}' for k, v in pairs)})"
+        if self.style == "xml":
+            inner = "".join(f"<{k}>{_xml_escape(str(v))}</{k}>" for k, v in pairs)
+            return f"<{name}>{inner}</{name}>"
+        tool = self._by_name.get(name)
+        if tool is not None:  # positional: the tool's argument order; extras go last
+            known = [(k, arguments[k]) for k in tool.arg_names if k in arguments]
+            pairs = known + [(k, v) for k, v in pairs if k not in tool.arg_names]
+            if len(known) < len(tool.arg_names) and len(pairs) > len(known):
+                return f"{name} {_shell_quote(json.dumps(arguments))} '"  # names cannot be placed
+        values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(str(v))
+                  for _, v in pairs]
+        return " ".join([_shell_quote(name), *values])
+
     # -- parsing ------------------------------------------------------------------------
 
     def parse(self, text: str) -> Action:

@@ -1,0 +1,156 @@
+"""Action grammars: the language of one step's valid replies, for constrained decoding.
+
+A server with structured outputs (vLLM's ``json`` / ``regex`` structured outputs) can be told
+to sample only strings in a grammar. :func:`action_grammar` writes, for one step, a grammar
+whose language is exactly the legal actions as the harness writes them: a JSON schema when
+the reply is a call object (the ``json`` tool style, or any style on the ``native`` channel,
+whose reply is ``{"name": ..., "arguments": {...}}``), a regular expression otherwise. With
+it, format errors are impossible and what is left of the mismatch is the agent's choice.
+
+When a step has more legal actions than ``max_alternatives``, the grammar is per tool
+instead (tool names and typed arguments, strings bounded by ``max_string``): every valid
+action still matches, but so do some invalid ones, and :attr:`ActionGrammar.exact` says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness_gym.core.task import Action
+
+if TYPE_CHECKING:
+    from harness_gym.core.tools import Toolbox
+
+#: Regex metacharacters escaped in literal alternatives (a portable subset: no ``\\ `` escapes
+#: of ordinary characters, which some grammar engines reject).
+_META = set(".^$*+?{}[]|()\\")
+
+
+@dataclass(frozen=True)
+class ActionGrammar:
+    """One step's grammar.
+
+    Attributes:
+        kind: ``"json_schema"`` (``value`` is a JSON schema dict) or ``"regex"`` (a pattern).
+        value: the schema or the pattern.
+        exact: whether the language is exactly the legal actions (else a superset).
+        alternatives: how many legal actions it was written for.
+    """
+
+    kind: str
+    value: Any
+    exact: bool
+    alternatives: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "exact": self.exact, "alternatives": self.alternatives}
+
+
+def regex_literal(text: str) -> str:
+    """``text`` as a regular expression matching only itself."""
+    out = []
+    for ch in text:
+        if ch in _META:
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def action_grammar(
+    toolbox: Toolbox,
+    actions: Sequence[Action],
+    *,
+    native: bool = False,
+    max_alternatives: int = 256,
+    max_string: int = 200,
+) -> ActionGrammar:
+    """The grammar of replies that write one of ``actions`` through ``toolbox``."""
+    exposed = [a for a in actions if a.name in {t.spec.name for t in toolbox.tools}]
+    exact = 0 < len(exposed) <= max_alternatives
+    if native or toolbox.style == "json":
+        if exact:
+            options = [_call_schema(*toolbox.call(a)) for a in exposed]
+        else:
+            options = [_tool_schema(toolbox, tool, max_string) for tool in toolbox.tools]
+        schema = options[0] if len(options) == 1 else {"anyOf": options}
+        return ActionGrammar("json_schema", schema, exact, len(exposed))
+    if exact:
+        pattern = "|".join(regex_literal(toolbox.format(a)) for a in exposed)
+    else:
+        pattern = "|".join(_tool_regex(toolbox, tool, max_string) for tool in toolbox.tools)
+    return ActionGrammar("regex", f"({pattern})", exact, len(exposed))
+
+
+def _call_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "name": {"const": name},
+            "arguments": {
+                "type": "object",
+                "properties": {k: {"const": v} for k, v in arguments.items()},
+                "required": list(arguments),
+                "additionalProperties": False,
+            },
+        },
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def _tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
+    args = toolbox.json_schema(tool)
+    for prop in args["properties"].values():
+        if prop.get("type") == "string":
+            prop["maxLength"] = max_string
+    return {
+        "type": "object",
+        "properties": {"name": {"const": tool.name}, "arguments": args},
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
+    """One tool's calls in a non-JSON style: its name and typed, bounded arguments."""
+    integer = r"-?[0-9]{1,9}"
+    name = regex_literal(tool.name)
+    if toolbox.style == "python":
+        string = "('([^'\\\\\\n]|\\\\.){0,%d}'|\"([^\"\\\\\\n]|\\\\.){0,%d}\")" % (max_string, max_string)
+        args = ", ".join(
+            f"{regex_literal(a)}=({integer if p.type == 'int' else string})"
+            for a, p in zip(tool.arg_names, tool.params)
+        )
+        return f"{name}\\({args}\\)"
+    if toolbox.style == "xml":
+        body = "".join(
+            f"<{regex_literal(a)}>({integer if p.type == 'int' else '[^<&]{0,%d}' % max_string})"
+            f"</{regex_literal(a)}>"
+            for a, p in zip(tool.arg_names, tool.params)
+        )
+        return f"<{name}>{body}</{name}>"
+    string = "'[^'\\n]{0,%d}'" % max_string
+    values = "".join(f" ({integer if p.type == 'int' else string})" for p in tool.params)
+    return f"{name}{values}"
+
+
+def describe(grammar: ActionGrammar | None) -> str:
+    """A short record of which grammar constrained a request (for result rows)."""
+    if grammar is None:
+        return "none"
+    return f"{grammar.kind}:{'exact' if grammar.exact else 'per-tool'}"
+
+
+def schema_text(grammar: ActionGrammar) -> str:
+    """The grammar's value as text (the pattern, or the schema as compact JSON)."""
+    return grammar.value if grammar.kind == "regex" else json.dumps(grammar.value, separators=(",", ":"))
