@@ -46,7 +46,12 @@ class ActionGrammar:
     alternatives: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value, "exact": self.exact, "alternatives": self.alternatives}
+        return {
+            "kind": self.kind,
+            "value": self.value,
+            "exact": self.exact,
+            "alternatives": self.alternatives,
+        }
 
 
 def regex_literal(text: str) -> str:
@@ -126,7 +131,8 @@ def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
     integer = r"-?[0-9]{1,9}"
     name = regex_literal(tool.name)
     if toolbox.style == "python":
-        string = "('([^'\\\\\\n]|\\\\.){0,%d}'|\"([^\"\\\\\\n]|\\\\.){0,%d}\")" % (max_string, max_string)
+        n = max_string
+        string = f"('([^'\\\\\\n]|\\\\.){{0,{n}}}'|\"([^\"\\\\\\n]|\\\\.){{0,{n}}}\")"
         args = ", ".join(
             f"{regex_literal(a)}=({integer if p.type == 'int' else string})"
             for a, p in zip(tool.arg_names, tool.params)
@@ -134,12 +140,12 @@ def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
         return f"{name}\\({args}\\)"
     if toolbox.style == "xml":
         body = "".join(
-            f"<{regex_literal(a)}>({integer if p.type == 'int' else '[^<&]{0,%d}' % max_string})"
+            f"<{regex_literal(a)}>({integer if p.type == 'int' else f'[^<&]{{0,{max_string}}}'})"
             f"</{regex_literal(a)}>"
             for a, p in zip(tool.arg_names, tool.params)
         )
         return f"<{name}>{body}</{name}>"
-    string = "'[^'\\n]{0,%d}'" % max_string
+    string = f"'[^'\\n]{{0,{max_string}}}'"
     values = "".join(f" ({integer if p.type == 'int' else string})" for p in tool.params)
     return f"{name}{values}"
 
