@@ -16,7 +16,8 @@ import openai
 import pytest
 from llm_fixtures import VLLMServer
 
-pytestmark = pytest.mark.llm
+# xdist_group: under `pytest -n N --dist loadgroup` all model tests share one worker (one server).
+pytestmark = [pytest.mark.llm, pytest.mark.xdist_group("llm")]
 
 PERSON = {
     "type": "object",
