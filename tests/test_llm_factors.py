@@ -146,24 +146,30 @@ def test_grammar_falls_back_to_per_tool_when_there_are_many_actions() -> None:
 def test_worked_examples_are_oracle_steps_on_other_instances(style: str, channel: str) -> None:
     env = _env("LoginUser", tool_style=style, tool_channel=channel, few_shot=2).unwrapped
     obs, info = env.reset(seed=7)
-    prompt = info["system_prompt"]
-    assert prompt.startswith(env.bound.system_prompt) and prompt.count("\nExample ") == 2
     plain = _env("LoginUser", tool_style=style, tool_channel=channel)
     plain_obs, plain_info = plain.reset(seed=7)
-    # The examples change the prompt only: the episode is the same instance, same observation.
+    # The examples change nothing of the episode: same instance, observation and prompt.
     assert obs == plain_obs and info["state_digest"] == plain_info["state_digest"]
-    assert obs not in prompt
-    # Each example's reply parses to the oracle's action on its own instance (checked by
-    # replaying the recorded examples), and they show different decisions.
-    examples = env._worked_examples(7)
-    assert len(examples) == 2 and examples[0][1] != examples[1][1]
-    for example_obs, action in examples:
-        assert example_obs in prompt and env.bound.example_reply(action) in prompt
+    assert info["system_prompt"] == plain_info["system_prompt"] and plain_info["examples"] == []
+    examples = info["examples"]
+    assert len(examples) == 2 and examples[0]["reply"] != examples[1]["reply"]
+    assert all(e["observation"] != obs for e in examples)
+    # Each reply is the oracle's action on the example's instance, as this harness writes it:
+    # replay the example seeds with the oracle and compare.
+    from harness_gym.core.env import EXAMPLE_SEED
+
+    for i, example in enumerate(examples):
+        probe = _env("LoginUser", tool_style=style, tool_channel=channel).unwrapped
+        probe.reset(seed=EXAMPLE_SEED - i)
+        for _ in range(i):
+            probe.step(probe.oracle_action())
+        assert probe.bound.render(probe.task.fields(), step=i) == example["observation"]
+        assert probe.bound.example_reply(probe.task.oracle()) == example["reply"]
         if channel == "text":
-            assert env.bound.parse(env.bound.example_reply(action)) == action
-    # Deterministic across env instances, and the examples do not disturb the episode.
+            assert env.bound.parse(example["reply"]) == probe.task.oracle()
+    # Deterministic across env instances, and building them did not disturb the episode.
     again = _env("LoginUser", tool_style=style, tool_channel=channel, few_shot=2)
-    assert again.reset(seed=7)[1]["system_prompt"] == prompt
+    assert again.reset(seed=7)[1]["examples"] == examples
     assert env.step(env.oracle_action())[4]["invalid_actions"] == 0
 
 

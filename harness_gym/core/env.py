@@ -45,8 +45,9 @@ class HarnessEnv(gym.Env[str, str]):
     equal under every harness for the same seed), ``success``, ``invalid_actions``, ``last_error``,
     ``error_kind`` and ``legal_actions`` (the task's legal actions as this harness writes
     them). The ``info`` of ``reset`` adds what stays fixed for the episode:
-    ``system_prompt`` and ``tools`` (OpenAI-style function tools); both are also available
-    as ``env.unwrapped.system_prompt`` and ``env.unwrapped.bound.openai_tools``.
+    ``system_prompt``, ``tools`` (OpenAI-style function tools) and ``examples`` (the harness's
+    worked examples, ``few_shot``); all are also available as ``env.unwrapped.system_prompt``,
+    ``env.unwrapped.bound.openai_tools`` and ``env.unwrapped.examples``.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -87,7 +88,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._error_kind: str | None = None
         self._history: list[dict[str, Any]] = []
         self._observation = ""
-        self._prompt = self.bound.system_prompt
+        self._episode_examples: list[tuple[str, Action]] = []
         self._examples: dict[tuple[str, tuple[int, ...]], list[tuple[str, Action]]] = {}
 
     # -- Gymnasium API ---------------------------------------------------------------------
@@ -101,7 +102,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._seed = int(episode_seed)
         source = self._harness_source(self._seed) if self._harness_source else self.base_harness
         self._bind(self._perturbed(source))
-        self._prompt = self.bound.prompt(self._worked_examples(self._seed))
+        self._episode_examples = self._worked_examples(self._seed)
         self.task.reset(np.random.default_rng(self._seed))
         self._digest = self.task.digest()
         self._steps = 0
@@ -113,7 +114,8 @@ class HarnessEnv(gym.Env[str, str]):
         self._history = []
         self._observation = self._render(self.task.fields(), shown_error=None)
         info = self._info()
-        info["system_prompt"] = self._prompt
+        info["system_prompt"] = self.bound.system_prompt
+        info["examples"] = self.examples
         info["tools"] = json.loads(self._tools_json)  # a fresh copy per episode
         return self._observation, info
 
@@ -211,9 +213,7 @@ class HarnessEnv(gym.Env[str, str]):
         bound = harness.bind(self.task.field_names, self.task.action_specs)
         self.harness, self.bound = harness, bound
         self.budget = harness.step_budget or self.task.max_steps
-        self._spec_dict = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()
-        }
+        self._spec_dict = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
         self._spec_nested = [k for k, v in self._spec_dict.items() if isinstance(v, dict)]
         self._tools_json = json.dumps(bound.openai_tools)
 
@@ -244,8 +244,16 @@ class HarnessEnv(gym.Env[str, str]):
 
     @property
     def system_prompt(self) -> str:
-        """This episode's system prompt (with the harness's worked examples, if any)."""
-        return self._prompt
+        return self.bound.system_prompt
+
+    @property
+    def examples(self) -> list[dict[str, str]]:
+        """This episode's worked examples (``few_shot``): each an ``observation`` and the
+        ``reply`` that acts correctly on it, written as this harness expects replies."""
+        return [
+            {"observation": obs, "reply": self.bound.example_reply(action)}
+            for obs, action in self._episode_examples
+        ]
 
     def action_grammar(self) -> ActionGrammar:
         """The grammar of this step's valid replies (for constrained decoding)."""
@@ -315,7 +323,5 @@ def unwrap_harness_env(env: gym.Env, user: str = "this") -> HarnessEnv:
     """The HarnessEnv under any wrappers, or a TypeError naming who needed one."""
     base = env.unwrapped
     if not isinstance(base, HarnessEnv):
-        raise TypeError(
-            f"{user} needs a harness_gym HarnessEnv underneath, got {type(base).__name__}"
-        )
+        raise TypeError(f"{user} needs a harness_gym HarnessEnv underneath, got {type(base).__name__}")
     return base

@@ -108,8 +108,10 @@ class Harness:
         tool_channel: ``text`` (tools described in the system prompt in ``tool_style``; the
             reply is parsed by the harness) or ``native`` (tools sent as function tools; the
             returned call is written back in ``tool_style`` and parsed the same way).
-        few_shot: worked examples in the system prompt (0 to ``MAX_FEW_SHOT``): oracle steps
-            on other seeds of the same task, written by this harness.
+        few_shot: worked examples shown before the episode (0 to ``MAX_FEW_SHOT``): oracle
+            steps on other seeds of the same task, written by this harness; the env gives
+            them in ``info["examples"]`` and a language-model agent sends them as earlier
+            chat turns (a small model follows turns, not examples pasted into the prompt).
         max_action_chars: longer agent outputs are rejected unparsed.
     """
 
@@ -297,7 +299,6 @@ class BoundHarness:
         self._render = RENDERERS[harness.obs_format]
         template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
         native = harness.tool_channel == "native"
-        #: The system prompt without worked examples (see :meth:`prompt`).
         self.system_prompt = template.format(
             format=FORMAT_NAMES.get(harness.obs_format, harness.obs_format),
             tools=NATIVE_TOOLS_NOTE if native else self.toolbox.text_schema(),
@@ -305,19 +306,6 @@ class BoundHarness:
         )
         self.openai_tools = self.toolbox.openai_tools()
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
-
-    def prompt(self, examples: Sequence[tuple[str, Action]] = ()) -> str:
-        """The system prompt with worked examples (observation, canonical action) appended.
-
-        Each example's action is written as this harness expects a reply: in its tool style
-        on the ``text`` channel, as a function call object on the ``native`` channel.
-        """
-        if not examples:
-            return self.system_prompt
-        parts = [self.system_prompt, "", "Worked examples (other instances of this task):"]
-        for i, (observation, action) in enumerate(examples, start=1):
-            parts += ["", f"Example {i}", "Observation:", observation, "Action:", self.example_reply(action)]
-        return "\n".join(parts)
 
     def example_reply(self, action: Action) -> str:
         """``action`` as this harness's channel expects the agent to reply with it."""

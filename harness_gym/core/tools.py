@@ -295,8 +295,10 @@ class Toolbox:
             pairs = known + [(k, v) for k, v in pairs if k not in tool.arg_names]
             if len(known) < len(tool.arg_names) and len(pairs) > len(known):
                 return f"{name} {_shell_quote(json.dumps(arguments))} '"  # names cannot be placed
-        values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(str(v))
-                  for _, v in pairs]
+        values = [
+            str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(str(v))
+            for _, v in pairs
+        ]
         return " ".join([_shell_quote(name), *values])
 
     # -- parsing ------------------------------------------------------------------------

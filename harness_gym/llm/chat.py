@@ -1,0 +1,100 @@
+"""Chat rendering: the harness's system prompt, observations and tools as chat messages.
+
+How much of the episode a model sees is the harness's ``context`` factor:
+
+* ``observation``: the system prompt and the current observation (which already carries
+  the harness's own history window);
+* ``transcript``: the chat so far as alternating user / assistant messages, cut to the
+  harness's ``history_window`` earlier turns (``"all"``: every turn).
+
+On the ``native`` tool channel an earlier turn's reply is an assistant message with a tool
+call, and the observation that followed it is that call's ``tool`` result, as the OpenAI chat
+format writes tool use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness_gym.core.harness import Harness
+from harness_gym.llm.types import ToolCall
+
+
+@dataclass
+class Turn:
+    """One earlier turn: the observation shown and what the model replied."""
+
+    observation: str
+    text: str
+    tool_call: ToolCall | None = None
+
+
+def chat_messages(
+    harness: Harness,
+    system_prompt: str,
+    observation: str,
+    turns: Sequence[Turn] = (),
+    examples: Sequence[dict[str, str]] = (),
+) -> list[dict[str, Any]]:
+    """The messages a model is sent for the current ``observation`` under ``harness``.
+
+    ``examples`` (the env's ``info["examples"]``) come first, as earlier turns: the example's
+    observation from the user, its reply from the assistant (a tool call on the native
+    channel, answered by a tool message that says it was an example).
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+    for i, example in enumerate(examples):
+        messages.append({"role": "user", "content": example["observation"]})
+        call = call_from_json(example["reply"]) if harness.tool_channel == "native" else None
+        if call is None:
+            messages.append({"role": "assistant", "content": example["reply"]})
+            continue
+        call_id = f"example_{i}"
+        messages.append(_tool_call_message(call_id, call))
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": EXAMPLE_RESULT})
+    if harness.context == "transcript" and harness.history_window != 0 and turns:
+        window = harness.history_window
+        kept = list(turns) if window == "all" else list(turns)[-int(window) :]
+        native = harness.tool_channel == "native"
+        messages.append({"role": "user", "content": kept[0].observation})
+        observations = [t.observation for t in kept[1:]] + [observation]
+        for i, (turn, following) in enumerate(zip(kept, observations)):
+            if native and turn.tool_call is not None:
+                call_id = f"call_{i}"
+                messages.append(_tool_call_message(call_id, turn.tool_call))
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": following})
+            else:
+                messages.append({"role": "assistant", "content": turn.text})
+                messages.append({"role": "user", "content": following})
+        return messages
+    messages.append({"role": "user", "content": observation})
+    return messages
+
+
+def _tool_call_message(call_id: str, call: ToolCall) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        ],
+    }
+
+
+#: The tool result after a worked example's call (the example's episode is not continued).
+EXAMPLE_RESULT = "(worked example: that call was the right action; a new episode follows)"
+
+
+def call_from_json(text: str) -> ToolCall | None:
+    """A ``{"name": ..., "arguments": {...}}`` object (a constrained native reply) as a call."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    arguments = data.get("arguments", {})
+    return ToolCall(data["name"], arguments if isinstance(arguments, str) else json.dumps(arguments))

@@ -1,0 +1,193 @@
+"""A backend for any OpenAI-compatible chat server: vLLM, llama.cpp's server, hosted APIs.
+
+Requests go through the ``openai`` client with its own retries off: this backend retries
+timeouts, connection errors, HTTP 429 and 5xx itself, with exponential backoff that honours
+``Retry-After``, so it can count attempts and name what finally failed. A batch is sent
+concurrently, at most ``concurrency`` requests at a time. Grammars go to vLLM's structured
+outputs (``extra_body={"structured_outputs": {"json" | "regex": ...}}``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness_gym.llm.types import ChatRequest, Completion, ToolCall
+
+RETRYABLE = ("connection", "timeout", "http_429", "http_5xx")
+
+
+class OpenAIBackend:
+    """Chat completions over HTTP.
+
+    Args:
+        model: the model name the server serves (``model`` of each request).
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        api_key_env: the environment variable holding the API key (``"EMPTY"`` if unset,
+            which local servers accept).
+        timeout: seconds per request attempt.
+        retries: further attempts after a retryable failure.
+        backoff: first wait in seconds (doubles each retry, with jitter, capped at 30 s);
+            a ``Retry-After`` header overrides it.
+        concurrency: most requests in flight at once.
+        structured_outputs: whether the server takes vLLM's ``structured_outputs`` field.
+    """
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        concurrency: int = 8,
+        structured_outputs: bool = True,
+    ) -> None:
+        import openai
+
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        self.model_id = model
+        self.base_url = base_url
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.concurrency = int(concurrency)
+        self.supports_grammar = structured_outputs
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=os.environ.get(api_key_env) or "EMPTY",
+            timeout=self.timeout,
+            max_retries=0,
+        )
+        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="harness-gym-llm")
+        self._sleep = time.sleep
+
+    def complete(self, requests: list[ChatRequest]) -> list[Completion]:
+        if len(requests) <= 1:
+            return [self._complete(r) for r in requests]
+        return list(self._pool.map(self._complete, requests))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self._client.close()
+
+    # -- one request ---------------------------------------------------------------------
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        start = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            completion, retry_after = self._attempt(request)
+            if completion.error_kind not in RETRYABLE or attempts > self.retries:
+                completion.latency = time.perf_counter() - start
+                completion.attempts = attempts
+                return completion
+            wait = retry_after if retry_after is not None else self.backoff * 2 ** (attempts - 1)
+            self._sleep(min(30.0, wait) * (1.0 if retry_after is not None else random.uniform(0.8, 1.2)))
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        s = request.sampling
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": request.messages,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_tokens,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.tools:
+            body["tools"] = request.tools
+            if request.tool_choice:
+                body["tool_choice"] = request.tool_choice
+        if request.grammar is not None and self.supports_grammar:
+            key = "json" if request.grammar.kind == "json_schema" else "regex"
+            body["extra_body"] = {"structured_outputs": {key: request.grammar.value}}
+        return body
+
+    def _attempt(self, request: ChatRequest) -> tuple[Completion, float | None]:
+        openai = self._openai
+        try:
+            response = self._client.chat.completions.create(**self._body(request))
+        except openai.APITimeoutError as err:
+            return Completion(error_kind="timeout", error=f"no answer within {self.timeout:g} s: {err}"), None
+        except openai.APIConnectionError as err:
+            return Completion(error_kind="connection", error=f"cannot reach {self.base_url}: {err}"), None
+        except openai.APIStatusError as err:
+            return _status_error(err), _retry_after(err)
+        except Exception as err:  # noqa: BLE001 - a body the client cannot read
+            return Completion(error_kind="malformed_response", error=f"{type(err).__name__}: {err}"), None
+        return _completion(response), None
+
+
+def _status_error(err: Any) -> Completion:
+    status = int(getattr(err, "status_code", 0) or 0)
+    message = _error_message(err)
+    if status == 429:
+        return Completion(error_kind="http_429", error=f"HTTP 429 (rate limited): {message}")
+    if status >= 500:
+        return Completion(error_kind="http_5xx", error=f"HTTP {status}: {message}")
+    if "context length" in message.lower() or "context window" in message.lower():
+        return Completion(error_kind="context_length", error=f"HTTP {status}: {message}")
+    return Completion(error_kind="http_4xx", error=f"HTTP {status}: {message}")
+
+
+def _error_message(err: Any) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:500]
+        if body.get("message"):
+            return str(body["message"])[:500]
+    return str(err)[:500]
+
+
+def _retry_after(err: Any) -> float | None:
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _completion(response: Any) -> Completion:
+    """Read a chat completion defensively: servers differ, and some are broken."""
+    try:
+        choices = getattr(response, "choices", None)
+        if isinstance(response, (str, bytes)) or choices is None:
+            return Completion(
+                error_kind="malformed_response", error=f"not a chat completion: {str(response)[:200]!r}"
+            )
+        if not choices:
+            return Completion(error_kind="empty_choices", error="the server returned no choices")
+        choice = choices[0]
+        message = choice.message
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            name = getattr(function, "name", None)
+            arguments = getattr(function, "arguments", None)
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments) if arguments is not None else ""
+            calls.append(ToolCall(str(name) if name is not None else "", arguments))
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=message.content or "",
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+        )
+    except (AttributeError, TypeError, IndexError) as err:
+        return Completion(error_kind="malformed_response", error=f"{type(err).__name__}: {err}")

@@ -1,0 +1,201 @@
+"""Language-model agents named by a string, so sweeps and the CLI can build them anywhere.
+
+==============================  ===============================================================
+``llm``                         the embedded SmolLM2-135M-Instruct, in process (transformers)
+``hf:PATH``                     a Hugging Face model folder, in process
+``openai:MODEL@BASE_URL``       a model served by an OpenAI-compatible server (vLLM, llama.cpp,
+                                a hosted API), e.g. ``openai:SmolLM2-135M-Instruct@http://127.0.0.1:8000/v1``
+==============================  ===============================================================
+
+Options follow a ``?``, separated by ``&``: ``llm?temperature=0.7&max_tokens=48``. They are
+``temperature``, ``top_p``, ``max_tokens``, ``seed`` (sampling); ``constrain`` (0/1: send the
+step's action grammar as structured output, servers only); ``concurrency``, ``timeout``,
+``retries``, ``api_key_env`` (HTTP); ``threads``, ``batch_size``, ``max_model_len``,
+``device`` (in process); ``tool_choice`` (``required`` / ``auto``); ``cache`` (a folder, or
+``off``; default: the user cache, :func:`harness_gym.llm.cache.default_cache_dir`). The
+spec string is the agent's name in result rows, so its options are recorded with it.
+
+Backends are built once per process and shared by every agent of the same configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+PREFIXES = ("llm", "hf:", "openai:")
+
+_SAMPLING = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int}
+_OPTIONS: dict[str, Callable[[str], Any]] = {
+    **_SAMPLING,
+    "constrain": lambda v: _flag(v),
+    "concurrency": int,
+    "timeout": float,
+    "retries": int,
+    "api_key_env": str,
+    "threads": int,
+    "batch_size": int,
+    "max_model_len": int,
+    "device": str,
+    "tool_choice": str,
+    "cache": str,
+}
+
+
+class LLMSpecError(ValueError):
+    """An LLM agent spec that cannot be built (bad form, option or value)."""
+
+
+def _flag(value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected 0/1, got {value!r}")
+
+
+def is_llm_spec(spec: str) -> bool:
+    return spec == "llm" or spec.startswith("llm?") or spec.startswith(("hf:", "openai:"))
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """A parsed LLM agent spec."""
+
+    text: str
+    kind: str  # embedded | hf | openai
+    model: str = ""  # folder path (hf) or served model name (openai)
+    base_url: str = ""
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def backend_key(self) -> tuple[Any, ...]:
+        shared = (
+            "concurrency",
+            "timeout",
+            "retries",
+            "api_key_env",
+            "threads",
+            "batch_size",
+            "max_model_len",
+            "device",
+        )
+        return (self.kind, self.model, self.base_url, *(self.options.get(k) for k in shared))
+
+    def with_defaults(self, defaults: dict[str, Any]) -> LLMSpec:
+        """This spec with CLI-wide options added where it sets none (the name says so)."""
+        extra = {k: v for k, v in defaults.items() if v is not None and k not in self.options}
+        if not extra:
+            return self
+        for key in extra:
+            if key not in _OPTIONS:
+                raise LLMSpecError(f"unknown LLM option {key!r}; options: {sorted(_OPTIONS)}")
+        joined = "&".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in extra.items())
+        return parse_llm_spec(self.text + ("&" if "?" in self.text else "?") + joined)
+
+
+def parse_llm_spec(text: str) -> LLMSpec:
+    """Parse ``llm``, ``hf:PATH`` or ``openai:MODEL@BASE_URL`` with ``?options``."""
+    from pathlib import Path
+
+    head, _, query = text.partition("?")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+        if key not in _OPTIONS:
+            raise LLMSpecError(f"agent {text!r}: unknown option {key!r}; options: {sorted(_OPTIONS)}")
+        try:
+            options[key] = _OPTIONS[key](value)
+        except ValueError as err:
+            raise LLMSpecError(f"agent {text!r}: bad value for {key!r}: {err}") from None
+    if options.get("tool_choice", "required") not in ("required", "auto"):
+        raise LLMSpecError(f"agent {text!r}: tool_choice must be 'required' or 'auto'")
+    if head == "llm":
+        spec = LLMSpec(text, "embedded", options=options)
+    elif head.startswith("hf:"):
+        path = head[3:]
+        if not path:
+            raise LLMSpecError(f"agent {text!r} names no model folder; write hf:PATH")
+        if not Path(path).is_dir():
+            raise LLMSpecError(f"agent {text!r}: no model folder at {path!r}")
+        spec = LLMSpec(text, "hf", str(Path(path).resolve()), options=options)
+    elif head.startswith("openai:"):
+        model, at, url = head[7:].partition("@")
+        if not (model and at and url.startswith(("http://", "https://"))):
+            raise LLMSpecError(
+                f"agent {text!r}: write openai:MODEL@BASE_URL, e.g. openai:my-model@http://127.0.0.1:8000/v1"
+            )
+        spec = LLMSpec(text, "openai", model, url.rstrip("/"), options=options)
+    else:
+        raise LLMSpecError(f"not an LLM agent spec: {text!r}; forms: llm, hf:PATH, openai:MODEL@BASE_URL")
+    if spec.options.get("constrain") and spec.kind != "openai":
+        raise LLMSpecError(
+            f"agent {text!r}: constrain=1 needs a server with structured outputs (openai:MODEL@URL "
+            "served by vLLM); the in-process backend does not enforce grammars"
+        )
+    return spec
+
+
+_BACKENDS: dict[tuple[Any, ...], Any] = {}
+
+
+def build_backend(spec: LLMSpec) -> Any:
+    """The backend a spec names (built once per process and configuration)."""
+    key = spec.backend_key()
+    if key in _BACKENDS:
+        return _BACKENDS[key]
+    o = spec.options
+    if spec.kind == "openai":
+        from harness_gym.llm.openai_backend import OpenAIBackend
+
+        backend: Any = OpenAIBackend(
+            spec.model,
+            spec.base_url,
+            api_key_env=o.get("api_key_env", "OPENAI_API_KEY"),
+            timeout=o.get("timeout", 60.0),
+            retries=o.get("retries", 3),
+            concurrency=o.get("concurrency", 8),
+        )
+    else:
+        from harness_gym.llm.transformers_backend import TransformersBackend
+
+        if spec.kind == "embedded":
+            from harness_gym.llm.embedded import embedded_model_path
+
+            path = embedded_model_path()
+        else:
+            path = spec.model
+        backend = TransformersBackend(
+            path,
+            threads=o.get("threads"),
+            batch_size=o.get("batch_size", 8),
+            max_model_len=o.get("max_model_len", 2048),
+            device=o.get("device", "cpu"),
+        )
+    _BACKENDS[key] = backend
+    return backend
+
+
+def agent_factory(spec: LLMSpec) -> Callable[[Any], Any]:
+    """``factory(env) -> LLMAgent`` for the spec (the backend is built on first use)."""
+    from harness_gym.llm.agent import LLMAgent
+    from harness_gym.llm.cache import CompletionCache
+    from harness_gym.llm.types import Sampling
+
+    o = spec.options
+    sampling = Sampling(**{k: o[k] for k in _SAMPLING if k in o})
+    cache_opt = o.get("cache")
+    cache = None if cache_opt == "off" else CompletionCache(cache_opt or None)
+
+    def factory(env: Any) -> LLMAgent:
+        return LLMAgent(
+            env,
+            build_backend(spec),
+            sampling=sampling,
+            constrain=bool(o.get("constrain", False)),
+            cache=cache,
+            tool_choice=o.get("tool_choice", "required"),
+            name=spec.text,
+        )
+
+    return factory

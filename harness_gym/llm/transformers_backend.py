@@ -1,0 +1,169 @@
+"""An in-process backend: a Hugging Face causal LM generating batches with transformers.
+
+Requests with the same sampling parameters and tools are generated together in batches of
+``batch_size`` (left padding), one ``generate`` call per batch. Greedy decoding gives the
+same text batched as one at a time. Sampled decoding seeds torch's generator from the
+batch's request seeds, so a batch reproduces across processes and thread counts (but a
+request's text depends on what it was batched with; use a server for per-request seeds).
+
+Native tool calls are read from the text the way vLLM's ``hermes`` parser reads them
+(``<tool_call>{"name": ..., "arguments": ...}</tool_call>``), so the two backends agree.
+Grammars are not enforced in process (``supports_grammar`` is False).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from harness_gym.llm.types import ChatRequest, Completion, ToolCall
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+
+
+class TransformersBackend:
+    """Generate with a local model folder (``hf:PATH``) or the embedded model (``llm``).
+
+    Args:
+        path: a Hugging Face model folder.
+        threads: torch's thread count for this process (None: leave it as it is).
+        batch_size: most requests per ``generate`` call.
+        max_model_len: prompts longer than this (in tokens) are refused with
+            ``error_kind="context_length"``, as a server with ``--max-model-len`` does.
+        device: ``"cpu"`` or a torch device string such as ``"cuda"``.
+    """
+
+    kind = "transformers"
+    supports_grammar = False
+
+    def __init__(
+        self,
+        path: str | Path,
+        threads: int | None = None,
+        batch_size: int = 8,
+        max_model_len: int = 2048,
+        device: str = "cpu",
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        self.path = Path(path)
+        self.model_id = self.path.name
+        self.batch_size = int(batch_size)
+        self.max_model_len = int(max_model_len)
+        self.device = device
+        self._torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        dtype = torch.float32 if device == "cpu" else "auto"
+        self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype).to(device).eval()
+
+    def prompt_text(self, request: ChatRequest) -> str:
+        """The templated prompt for one request (what the model reads)."""
+        return self.tokenizer.apply_chat_template(
+            request.messages,
+            tools=request.tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+
+    def complete(self, requests: list[ChatRequest]) -> list[Completion]:
+        out: list[Completion | None] = [None] * len(requests)
+        groups: dict[Any, list[int]] = {}
+        for i, request in enumerate(requests):
+            s = request.sampling
+            groups.setdefault((s.temperature, s.top_p, s.max_tokens), []).append(i)
+        for indices in groups.values():
+            for start in range(0, len(indices), self.batch_size):
+                batch = indices[start : start + self.batch_size]
+                for i, completion in zip(batch, self._generate([requests[i] for i in batch])):
+                    out[i] = completion
+        return [c for c in out if c is not None]
+
+    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        torch = self._torch
+        start = time.perf_counter()
+        prompts = [self.prompt_text(r) for r in requests]
+        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+        results: list[Completion | None] = [None] * len(requests)
+        fit = []
+        for i, n in enumerate(lengths):
+            if n > self.max_model_len:
+                results[i] = Completion(
+                    error_kind="context_length",
+                    error=f"the prompt has {n} tokens; this model's context is {self.max_model_len} tokens",
+                    prompt_tokens=n,
+                )
+            else:
+                fit.append(i)
+        if fit:
+            s = requests[fit[0]].sampling
+            enc = self.tokenizer(
+                [prompts[i] for i in fit], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(self.device)
+            room = min(s.max_tokens, self.max_model_len - max(lengths[i] for i in fit))
+            kwargs: dict[str, Any] = {
+                "max_new_tokens": max(1, room),
+                "pad_token_id": self.tokenizer.pad_token_id,
+                "eos_token_id": self.tokenizer.eos_token_id,
+            }
+            if s.temperature > 0:
+                seeds = [requests[i].seed or 0 for i in fit]
+                torch.manual_seed(hash_seeds(seeds))
+                kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
+            else:
+                kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            with torch.inference_mode():
+                generated = self.model.generate(**enc, **kwargs)
+            new = generated[:, enc["input_ids"].shape[1] :]
+            elapsed = time.perf_counter() - start
+            for row, i in enumerate(fit):
+                ids = new[row].tolist()
+                eos = self.tokenizer.eos_token_id
+                stopped = eos in ids
+                ids = ids[: ids.index(eos)] if stopped else ids
+                text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                completion = Completion(
+                    text=text,
+                    finish_reason="stop" if stopped else "length",
+                    prompt_tokens=lengths[i],
+                    completion_tokens=len(ids) + (1 if stopped else 0),
+                    latency=elapsed,
+                )
+                if requests[i].tools:
+                    completion.text, completion.tool_calls = hermes_tool_calls(text)
+                results[i] = completion
+        return [c for c in results if c is not None]
+
+
+def hermes_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
+    """Split ``<tool_call>{...}</tool_call>`` blocks off a reply, as vLLM's hermes parser does."""
+    calls = []
+    for match in _TOOL_CALL.finditer(text):
+        try:
+            data = json.loads(match.group(1))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            arguments = data.get("arguments", {})
+            calls.append(
+                ToolCall(data["name"], arguments if isinstance(arguments, str) else json.dumps(arguments))
+            )
+    if not calls:
+        return text, []
+    return text[: text.find("<tool_call>")].strip(), calls
+
+
+def hash_seeds(seeds: list[int]) -> int:
+    """One seed for a batch from its requests' seeds (order matters)."""
+    import hashlib
+
+    blob = ",".join(map(str, seeds)).encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") & 0x7FFFFFFFFFFFFFFF

@@ -1,0 +1,148 @@
+"""What goes to a language-model backend and what comes back.
+
+A :class:`ChatRequest` is one conversation to complete (OpenAI chat messages, optional
+function tools, an optional grammar, sampling parameters and a seed); a :class:`Completion`
+is the model's reply with its token counts and latency, or a transport error named by
+:attr:`Completion.error_kind`. Backends never raise for a failed request: they return a
+completion whose ``error_kind`` says what went wrong, so one bad request never stops a
+rollout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from harness_gym.core.grammar import ActionGrammar
+
+#: Error kinds of a request that failed in transport or protocol (the model gave no reply).
+TRANSPORT_ERRORS = (
+    "connection",  # server down or unreachable
+    "timeout",  # no answer within the per-request timeout (after retries)
+    "http_429",  # rate limited (after retries)
+    "http_5xx",  # server error (after retries)
+    "http_4xx",  # another client error the server named
+    "malformed_response",  # a body that is not a chat completion
+    "empty_choices",  # a completion with no choices
+)
+#: Error kinds where the model (or the harness's prompt) is at fault, not the transport.
+MODEL_ERRORS = (
+    "context_length",  # the prompt does not fit the model's context window
+    "bad_tool_call",  # a native tool call that is not a call (no name)
+)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters. ``seed`` is the agent's base seed: each request gets a seed
+    derived from it, the episode seed and the step, so a rollout replays exactly."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.temperature, (int, float)) and self.temperature >= 0):
+            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        if not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+
+    def request_seed(self, episode_seed: int | None, step: int) -> int | None:
+        """The seed of one request: a hash of (base seed, episode seed, step)."""
+        if self.seed is None:
+            return None
+        blob = f"{self.seed}:{episode_seed}:{step}".encode()
+        return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ChatRequest:
+    """One conversation to complete."""
+
+    messages: list[dict[str, Any]]
+    sampling: Sampling = field(default_factory=Sampling)
+    seed: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    #: ``"auto"``, ``"required"`` or ``"none"`` when ``tools`` are sent.
+    tool_choice: str | None = None
+    grammar: ActionGrammar | None = None
+
+    def key(self, backend: str, model: str) -> str:
+        """A content hash of everything that decides the completion (the cache key)."""
+        blob = json.dumps(
+            {
+                "backend": backend,
+                "model": model,
+                "messages": self.messages,
+                "tools": self.tools,
+                "tool_choice": self.tool_choice,
+                "sampling": {k: v for k, v in self.sampling.to_dict().items() if k != "seed"},
+                "seed": self.seed,
+                "grammar": None if self.grammar is None else [self.grammar.kind, self.grammar.value],
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass
+class ToolCall:
+    """A native tool call as the model returned it (``arguments`` is the raw JSON text)."""
+
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """A model's reply to one :class:`ChatRequest`, or the error that prevented one."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency: float = 0.0
+    error_kind: str | None = None
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 1
+
+    @property
+    def failed(self) -> bool:
+        """The request got no reply from the model (a transport or context error)."""
+        return self.error_kind is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["tool_calls"] = [asdict(c) for c in self.tool_calls]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Completion:
+        data = dict(data)
+        data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls") or []]
+        return cls(**data)
+
+
+class Backend(Protocol):
+    """Completes a batch of conversations. Never raises for a failed request."""
+
+    #: ``"openai"`` or ``"transformers"``: what rows record as the backend.
+    kind: str
+    #: The model's name as rows record it (the served name, or the folder's name).
+    model_id: str
+    #: Whether the backend enforces :attr:`ChatRequest.grammar`.
+    supports_grammar: bool
+
+    def complete(self, requests: list[ChatRequest]) -> list[Completion]: ...
