@@ -44,6 +44,17 @@ _OPTIONS: dict[str, Callable[[str], Any]] = {
 }
 
 
+#: Numeric options with a lower bound: (option, smallest value, the rule as messages say it).
+_BOUNDS = (
+    ("concurrency", 1, ">= 1"),
+    ("timeout", 1e-9, "> 0"),
+    ("retries", 0, ">= 0"),
+    ("threads", 1, ">= 1"),
+    ("batch_size", 1, ">= 1"),
+    ("max_model_len", 1, ">= 1"),
+)
+
+
 class LLMSpecError(ValueError):
     """An LLM agent spec that cannot be built (bad form, option or value)."""
 
@@ -110,6 +121,16 @@ def parse_llm_spec(text: str) -> LLMSpec:
             raise LLMSpecError(f"agent {text!r}: bad value for {key!r}: {err}") from None
     if options.get("tool_choice", "required") not in ("required", "auto"):
         raise LLMSpecError(f"agent {text!r}: tool_choice must be 'required' or 'auto'")
+    # Values that parse but cannot work fail here, named, not later inside a sweep worker.
+    from harness_gym.llm.types import Sampling
+
+    try:
+        Sampling(**{k: options[k] for k in _SAMPLING if k in options})
+    except ValueError as err:
+        raise LLMSpecError(f"agent {text!r}: {err}") from None
+    for key, low, rule in _BOUNDS:
+        if key in options and not options[key] >= low:
+            raise LLMSpecError(f"agent {text!r}: {key} must be {rule}, got {options[key]!r}")
     if head == "llm":
         spec = LLMSpec(text, "embedded", options=options)
     elif head.startswith("hf:"):
