@@ -1,6 +1,7 @@
 # harness-gym: two commands on a fresh machine.
 #   make demo   set up, then run the main job: a small robustness sweep and its report
 #   make test   set up, then run the test suite (the default, fast suites)
+# Also: make test-llm (real language models: in process and a vLLM server).
 # Also: make test-slow (long training suites), make bench (benchmarks), make lint.
 
 PYTHON ?= python3
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXTRAS := test,analysis,rl,browser,llm
 
-.PHONY: setup system-deps demo test test-slow bench lint clean serve-model
+.PHONY: setup system-deps demo test test-slow test-llm bench lint clean serve-model
 
 setup: $(STAMP) system-deps
 
@@ -29,6 +30,10 @@ demo: setup
 	$(BIN)/harness-gym sweep --agent random --agent oracle --agent oracle@Json --tasks all \
 		--space examples/demo-space.yaml --subset balanced:2+flips --seeds 5 --workers 2 --out runs/demo
 	$(BIN)/harness-gym report runs/demo
+	$(BIN)/harness-gym sweep --agent random --agent oracle --agent llm --max-tokens 24 \
+		--tasks ClickButton ClickLink --space examples/llm-space.yaml --subset balanced:1+flips \
+		--seeds 3 --workers 2 --out runs/demo-llm
+	$(BIN)/harness-gym report runs/demo-llm
 
 test: setup
 	$(BIN)/ruff check .
@@ -36,6 +41,12 @@ test: setup
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
+
+# Real language models: the embedded model in process and a vLLM server in its own venv
+# (.venv-vllm, created by scripts/vllm-server.sh on first use). One process: the model and
+# the server need both cores.
+test-llm: setup
+	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
 bench: setup
 	$(BIN)/python benchmarks/step_throughput.py

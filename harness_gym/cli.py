@@ -20,12 +20,13 @@ import gymnasium as gym
 
 import harness_gym
 from harness_gym.analysis import cli_sweep
+from harness_gym.analysis.agent_spec import AGENT_FORMS
 from harness_gym.analysis.rollout import EpisodeResult, run_episode
 from harness_gym.baselines import cli_train
-from harness_gym.baselines.agents import AGENTS, make_agent
 from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, Harness
 from harness_gym.core.presets import PRESETS
 from harness_gym.core.registry import TASKS, registered_env_ids
+from harness_gym.llm.cli_options import add_llm_arguments
 from harness_gym.progress import progress
 
 T = TypeVar("T")
@@ -147,25 +148,41 @@ def cmd_play(args: argparse.Namespace, out: TextIO, inp: TextIO) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from harness_gym.analysis.agent_spec import AgentSpecError, parse_agent
+    from harness_gym.llm.cli_options import apply_llm_options
+    from harness_gym.llm.rollout import Episode, run_batched
+    from harness_gym.llm.spec import LLMSpecError
+
     env_ids = resolve_env_ids(args.env)
-    agents = args.agent or ["oracle", "random"]
-    for name in agents:
-        if name not in AGENTS:
-            raise SystemExit(f"error: unknown agent {name!r}; available agents: {list(AGENTS)}")
+    if args.episodes < 1:
+        raise SystemExit(f"error: --episodes must be >= 1, got {args.episodes}")
+    try:
+        agents = [parse_agent(a) for a in apply_llm_options(args.agent or ["oracle", "random"], args)]
+    except (AgentSpecError, LLMSpecError) as err:
+        raise SystemExit(f"error: {err}") from None
     seeds = [args.seed + i for i in range(args.episodes)]
-    jobs = [(e, a) for e in env_ids for a in agents]
     results: list[EpisodeResult] = []
 
     def episodes() -> Iterator[EpisodeResult]:
-        for env_id, agent_name in jobs:
-            env = gym.make(env_id)
-            agent = make_agent(agent_name, env, seed=args.seed)
-            for seed in seeds:
-                yield run_episode(env, agent, seed, agent_name)
-            env.close()
+        for env_id in env_ids:
+            for agent in agents:
+                if agent.batched:  # language models: episodes in flight, requests batched
+                    jobs = [Episode(lambda e=env_id: gym.make(e), agent.build, s, agent.name) for s in seeds]
+                    for _, result, err in run_batched(jobs, in_flight=args.in_flight):
+                        if err is not None:
+                            raise err
+                        assert result is not None
+                        yield result
+                    continue
+                env = gym.make(env_id)
+                built = agent.build(env)
+                for seed in seeds:
+                    yield run_episode(env, built, seed, agent.name)
+                env.close()
 
-    for result in progress(episodes(), total=len(jobs) * len(seeds), desc="eval"):
+    for result in progress(episodes(), total=len(env_ids) * len(agents) * len(seeds), desc="eval"):
         results.append(result)
+    results.sort(key=lambda r: (r.env_id, r.agent, r.seed))
     if args.out:
         write_results(results, Path(args.out))
         out.write(f"wrote {len(results)} rows to {args.out}\n")
@@ -265,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env_id")
     p.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("eval", help="evaluate agents on envs and print a success table")
-    p.add_argument("--agent", action="append", help=f"one of {list(AGENTS)} (repeatable)")
+    p.add_argument(
+        "--agent", action="append", help=f"agent spec (repeatable; default oracle and random): {AGENT_FORMS}"
+    )
     p.add_argument(
         "--env",
         action="append",
@@ -276,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
     p.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
     cli_train.add_model_eval_arguments(p)
+    add_llm_arguments(p)
     cli_train.add_train_arguments(sub.add_parser(
         "train", help="train an RL baseline (SB3 or the text policy) and save it with its harness spec"))
     p = sub.add_parser("check", help="check harnesses keep the contract on tasks (check_harness)")

@@ -10,6 +10,10 @@ An agent spec is one of:
                       perfect policy with one harness's habits (:class:`StyledOracleAgent`)
 ``sb3:DIR``           a saved Stable-Baselines3 model: ``harness_gym.baselines.sb3.load_agent``
 ``text:DIR``          a saved text policy: ``harness_gym.baselines.text_policy.load_agent``
+``llm``               the embedded language model (SmolLM2-135M-Instruct), in process
+``hf:PATH``           a Hugging Face model folder, in process
+``openai:MODEL@URL``  a model on an OpenAI-compatible server (vLLM, llama.cpp, hosted APIs);
+                      options after ``?``, e.g. ``llm?temperature=0.7`` (:mod:`harness_gym.llm.spec`)
 ``MODULE:FACTORY``    any callable ``FACTORY(env) -> Agent`` in an importable module
 ``FILE.py:FACTORY``   the same, from a Python file
 ====================  ==========================================================================
@@ -41,6 +45,9 @@ AGENT_FORMS = (
     "oracle@PRESET",
     "sb3:DIR",
     "text:DIR",
+    "llm",
+    "hf:PATH",
+    "openai:MODEL@URL",
     "MODULE:FACTORY",
     "FILE.py:FACTORY",
 )
@@ -69,7 +76,7 @@ class AgentSpec:
     """A parsed agent spec: ``name`` is what rows record, ``kind`` how to build it."""
 
     name: str
-    kind: str  # random | oracle | oracle@ | model | callable
+    kind: str  # random | oracle | oracle@ | model | llm | callable
     target: str = ""
     obj: Any = field(default=None, compare=False, repr=False)
 
@@ -94,9 +101,19 @@ class AgentSpec:
             return lambda env: StyledOracleAgent(env, preset)
         if self.kind == "model":
             return _model_factory(self.name.split(":", 1)[0], self.target)
+        if self.kind == "llm":
+            from harness_gym.llm.spec import agent_factory, parse_llm_spec
+
+            return agent_factory(parse_llm_spec(self.target))
         if self.kind == "callable":
             return self.obj if self.obj is not None else _import_target(self.target)
         raise AssertionError(self.kind)
+
+    @property
+    def batched(self) -> bool:
+        """Whether rollouts should keep many episodes in flight and batch this agent's
+        requests (language models): such cells run in the sweep's own process."""
+        return self.kind == "llm"
 
     def portable(self) -> AgentSpec:
         """The same spec with file and directory paths made absolute (for worker processes)."""
@@ -162,6 +179,14 @@ def _parse_string(spec: str) -> AgentSpec:
                 f"unknown agent {spec!r}: oracle@PRESET takes a preset name, one of {list(PRESETS)}"
             ) from None
         return AgentSpec(spec, "oracle@", spec.split("@", 1)[1])
+    from harness_gym.llm.spec import LLMSpecError, is_llm_spec, parse_llm_spec
+
+    if is_llm_spec(spec):
+        try:
+            parsed = parse_llm_spec(spec)
+        except LLMSpecError as err:
+            raise AgentSpecError(str(err)) from None
+        return AgentSpec(spec, "llm", parsed.text)
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in MODEL_HOOKS:
         if not rest:

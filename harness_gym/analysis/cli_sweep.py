@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 from harness_gym.analysis.agent_spec import AGENT_FORMS, AgentSpecError
 from harness_gym.analysis.sweep import ALL_LIMIT, BACKENDS, SUBSET_FORMS, SweepError
 from harness_gym.core.harness import HarnessSpecError
+from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
+from harness_gym.llm.spec import LLMSpecError
 
 if TYPE_CHECKING:
     from harness_gym.analysis.report import Report
@@ -75,6 +77,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", action="store_true", help="build the report when the sweep ends")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_llm_arguments(parser)
 
 
 def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
@@ -83,7 +86,7 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
 
     try:
         spec = sweeps.SweepSpec.build(
-            args.agent,
+            apply_llm_options(args.agent, args),
             tasks=args.tasks,
             space=args.space,
             subset=args.subset,
@@ -106,8 +109,9 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
             retry_errors=args.retry_errors,
             ray_address=args.ray_address,
             log=sys.stderr,
+            in_flight=args.in_flight,
         )
-    except (SweepError, AgentSpecError, HarnessSpecError, FileNotFoundError) as err:
+    except (SweepError, AgentSpecError, LLMSpecError, HarnessSpecError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

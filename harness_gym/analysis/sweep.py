@@ -43,6 +43,7 @@ from harness_gym.analysis.sweep_cell import (
     clear_caches,
     run_cell,
     run_cells,
+    run_cells_batched,
 )
 from harness_gym.analysis.sweep_executors import (
     BACKENDS,
@@ -145,8 +146,13 @@ def run_sweep(
     retry_errors: bool = False,
     ray_address: str | None = None,
     log: TextIO | None = None,
+    in_flight: int = 8,
 ) -> SweepResult:
     """Run the cells of ``spec`` not yet in ``out_dir``; write rows as they finish.
+
+    Cells of language-model agents run in this process with ``in_flight`` episodes at a
+    time, their requests batched (one concurrent HTTP batch, or one batched ``generate``);
+    the other cells run on the executor.
 
     Args:
         workers: processes (``0``: run in this process, no pool; handy for debugging and for
@@ -159,6 +165,7 @@ def run_sweep(
         retry_errors: also re-run the finished cells that recorded an error (after fixing an
             agent, say); their new rows replace the old ones.
         log: where warnings and notes go (default stderr).
+        in_flight: episodes of a language-model agent kept running at once.
 
     Raises:
         SweepError: the folder holds another sweep's rows, or a bad backend/worker count.
@@ -195,11 +202,16 @@ def run_sweep(
     if todo and spec.agents and any(a.obj is not None for a in spec.agents) and workers > 0:
         check_importable(spec.agents)
     clear_caches()  # in-process runs must not reuse envs or agents of another sweep
+    total = len(todo)
+    batched = [c for c in todo if c.agent.batched]
+    todo = [c for c in todo if not c.agent.batched]
     chunk = chunk_size or max(1, min(32, math.ceil(len(todo) / (max(workers, 1) * 8))))
     args = (spec.id, spec.ceiling, spec.node_limit)
-    writer = RowWriter(out / ROWS_JSONL, len(todo), progress, f"sweep {spec.id}")
+    writer = RowWriter(out / ROWS_JSONL, total, progress, f"sweep {spec.id}")
     bar.append(writer.bar)
     try:
+        if batched:
+            run_cells_batched(batched, *args, writer.write, in_flight=in_flight)
         if not todo:
             pass
         elif workers == 0:

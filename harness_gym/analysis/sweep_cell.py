@@ -15,6 +15,23 @@ from typing import Any
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.core.harness import Harness
 
+#: What rows of language-model agents add (None for other agents): the model and backend,
+#: sampling parameters, the grammar used, requests, cache hits, token counts, model latency,
+#: error kinds and the raw completions of the episode.
+LLM_COLUMNS = (
+    "model",
+    "backend",
+    "sampling",
+    "constrained",
+    "llm_requests",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "llm_latency",
+    "llm_errors",
+    "completions",
+)
+
 _CACHE: dict[str, dict[Any, Any]] = {"env": {}, "agent": {}, "ceiling": {}}
 _CACHE_LIMIT = 512
 
@@ -56,15 +73,78 @@ def run_cell(cell: Cell, sweep_id: str, ceiling: bool, node_limit: int) -> dict[
         _CACHE["agent"].pop(agent_key, None)
         row["error"] = _describe_error(err)
     if ceiling:
-        try:
-            value, method = _cached(
-                "ceiling", (*env_key, cell.seed, node_limit), lambda: _seed_ceiling(cell, node_limit)
-            )
-            row.update(ceiling=value, ceiling_method=method)
-        except Exception as err:  # noqa: BLE001
-            row["error"] = row["error"] or "ceiling: " + _describe_error(err)
+        add_ceiling(row, cell, node_limit)
     row["wall_time"] = time.perf_counter() - start
     return row
+
+
+def add_ceiling(row: dict[str, Any], cell: Cell, node_limit: int) -> None:
+    """Put the cell's seed ceiling in its row (an error in the search becomes the row's error)."""
+    try:
+        value, method = _cached(
+            "ceiling",
+            (cell.task_id, cell.harness_id, cell.seed, node_limit),
+            lambda: _seed_ceiling(cell, node_limit),
+        )
+        row.update(ceiling=value, ceiling_method=method)
+    except Exception as err:  # noqa: BLE001
+        row["error"] = row["error"] or "ceiling: " + _describe_error(err)
+
+
+def run_cells_batched(
+    cells: Sequence[Cell],
+    sweep_id: str,
+    ceiling: bool,
+    node_limit: int,
+    write: Callable[[list[dict[str, Any]]], None],
+    in_flight: int = 8,
+) -> None:
+    """Run cells with many episodes in flight, batching their agents' requests (language
+    models); ``write`` gets each row as its episode ends. Runs in this process.
+
+    A row whose episode lost model replies to the transport (server down, timeouts, 429 /
+    5xx after retries, malformed bodies) carries an ``error``, so the report leaves it out
+    instead of counting the outage as the model's failure; ``--retry-errors`` re-runs it.
+    """
+    from harness_gym.core.registry import make_env
+    from harness_gym.llm.rollout import Episode, run_batched
+
+    def on_result(episode: Episode, result: Any, err: BaseException | None) -> None:
+        cell: Cell = episode.key
+        row = _row(cell, sweep_id)
+        if err is not None or result is None:
+            row["error"] = _describe_error(err) if err is not None else "episode lost"
+        else:
+            row.update(
+                episode_return=float(result.episode_return),
+                success=bool(result.success),
+                steps=int(result.steps),
+                invalid_actions=int(result.invalid_actions),
+                wall_time=float(result.wall_time),
+            )
+            record = dict(result.extra)
+            failed, first = record.pop("transport_failures", 0), record.pop("first_error", None)
+            row.update({k: v for k, v in record.items() if k in LLM_COLUMNS})
+            if failed:
+                row["error"] = (
+                    f"LLMBackendError: {failed} of {record.get('llm_requests')} model requests got no "
+                    f"reply ({first})"
+                )
+        if ceiling:
+            add_ceiling(row, cell, node_limit)
+        write([row])
+
+    episodes = [
+        Episode(
+            make_env=lambda c=c: make_env(c.task_id, Harness.from_dict(c.harness)),
+            make_agent=lambda env, c=c: c.agent.build(env),
+            seed=c.seed,
+            agent_name=c.agent.name,
+            key=c,
+        )
+        for c in cells
+    ]
+    run_batched(episodes, in_flight=in_flight, on_result=on_result)
 
 
 def _seed_ceiling(cell: Cell, node_limit: int) -> tuple[float, str]:
@@ -101,6 +181,7 @@ def _row(cell: Cell, sweep_id: str) -> dict[str, Any]:
     }
     row.update({f"level_{k}": v for k, v in cell.levels.items()})
     row["harness"] = dict(cell.harness)
+    row.update(dict.fromkeys(LLM_COLUMNS))
     return row
 
 

@@ -157,6 +157,17 @@ def _schema(factors: Sequence[str]) -> Any:
             ("wall_time", pa.float64()),
             *[(f"level_{f}", pa.string()) for f in factors],
             ("harness", pa.string()),  # the full spec as JSON
+            ("model", pa.string()),
+            ("backend", pa.string()),
+            ("sampling", pa.string()),  # JSON
+            ("constrained", pa.string()),
+            ("llm_requests", pa.int64()),
+            ("cache_hits", pa.int64()),
+            ("prompt_tokens", pa.int64()),
+            ("completion_tokens", pa.int64()),
+            ("llm_latency", pa.float64()),
+            ("llm_errors", pa.string()),  # JSON: error kind -> count
+            ("completions", pa.string()),  # JSON: the episode's raw completions
         ]
     )
 
@@ -164,6 +175,9 @@ def _schema(factors: Sequence[str]) -> Any:
 def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(row)
     out["harness"] = json.dumps(row["harness"], sort_keys=True)
+    for key in ("sampling", "llm_errors", "completions"):
+        if out.get(key) is not None and not isinstance(out[key], str):
+            out[key] = json.dumps(out[key], ensure_ascii=False)
     return out
 
 

@@ -67,7 +67,8 @@ def run_batched(
     """Run every episode; return ``(episode, result, error)`` in the order they finished.
 
     An exception raised by an env or agent ends that episode only (``error`` is set and
-    ``result`` is None); the others go on. ``on_result`` is called as each one finishes.
+    ``result`` is None); the others go on. Each env is closed when its episode ends.
+    ``on_result`` is called as each one finishes.
     """
     if in_flight < 1:
         raise ValueError(f"in_flight must be >= 1, got {in_flight}")
@@ -77,7 +78,14 @@ def run_batched(
     out: list[tuple[Episode, EpisodeResult | None, BaseException | None]] = []
     wall = time.perf_counter()
 
-    def finish(episode: Episode, result: EpisodeResult | None, error: BaseException | None) -> None:
+    def finish(
+        episode: Episode, result: EpisodeResult | None, error: BaseException | None, env: Any = None
+    ) -> None:
+        if env is not None:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001 - closing must not lose the result
+                pass
         stats.episodes += 1
         out.append((episode, result, error))
         if on_result is not None:
@@ -106,7 +114,7 @@ def run_batched(
         still: list[_Running] = []
         for slot, action in zip(running, actions):
             if isinstance(action, BaseException):
-                finish(slot.episode, None, action)
+                finish(slot.episode, None, action, slot.env)
                 continue
             try:
                 t = time.perf_counter()
@@ -115,10 +123,10 @@ def run_batched(
                 stats.steps += 1
                 slot.total += float(reward)
             except Exception as err:  # noqa: BLE001
-                finish(slot.episode, None, err)
+                finish(slot.episode, None, err, slot.env)
                 continue
             if terminated or truncated:
-                finish(slot.episode, _result(slot), None)
+                finish(slot.episode, _result(slot), None, slot.env)
             else:
                 still.append(slot)
         running = still

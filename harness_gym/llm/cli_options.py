@@ -1,0 +1,72 @@
+"""The command-line options every verb that runs agents takes for language-model agents.
+
+``--temperature``, ``--max-tokens``, ``--concurrency``, ``--constrain`` (and ``--in-flight``)
+apply to every LLM agent spec of the command that does not set the option itself; they are
+written into the spec string (``llm?temperature=0.7``), which is the agent's name in result
+rows, so every row records the options it ran with.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def _positive(kind: type) -> object:
+    def parse(text: str) -> object:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("language-model agents (llm, hf:PATH, openai:MODEL@URL)")
+    group.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        default=None,
+        help="sampling temperature (default 0: greedy)",
+    )
+    group.add_argument(
+        "--max-tokens", type=_positive(int), default=None, help="most tokens per reply (default 64)"
+    )
+    group.add_argument(
+        "--concurrency",
+        type=_positive(int),
+        default=None,
+        help="most requests in flight per server (default 8)",
+    )
+    group.add_argument(
+        "--constrain",
+        action="store_true",
+        help="send each step's action grammar as structured output (vLLM): no format errors",
+    )
+    group.add_argument(
+        "--in-flight", type=_positive(int), default=8, help="episodes of an LLM agent run at once (default 8)"
+    )
+
+
+def apply_llm_options(agents: Sequence[str], args: argparse.Namespace) -> list[str]:
+    """The agent specs with the command's LLM options written into the LLM ones."""
+    from harness_gym.llm.spec import is_llm_spec, parse_llm_spec
+
+    options = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+        "constrain": True if args.constrain else None,
+    }
+    return [
+        parse_llm_spec(a).with_defaults(options).text if isinstance(a, str) and is_llm_spec(a) else a
+        for a in agents
+    ]
