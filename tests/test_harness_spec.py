@@ -128,3 +128,61 @@ def test_harness_accepts_every_form(tmp_path) -> None:
         resolve_harness(str(tmp_path / "missing.yaml"))
     with pytest.raises(TypeError, match="harness must be"):
         resolve_harness(3.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("spec", "names", "example"),
+    [
+        ({"drop_tools": "click"}, "drop_tools must be a list of names, got the string 'click'", r"\[click"),
+        ({"extra_fields": "step"}, "extra_fields must be a list of names", r"\[step"),
+        ({"drop_tools": [1]}, "drop_tools must be a list of names", r"\[click"),
+        ({"rename_tools": "click"}, "rename_tools must map canonical names", r"\{click: tap\}"),
+        ({"rename_args": ["ref"]}, "rename_args must map canonical names", r"\{ref: element\}"),
+        ({"field_order": 3}, "field_order must be one of", r"\[instruction"),
+        ({"tool_order": {"a": 1}}, "tool_order must be one of", r"\[type, click\]"),
+        ({"obs_format": ["json"]}, "unknown level.*'obs_format'", "obs_format: json"),
+        ({"max_action_chars": True}, "max_action_chars must be an integer", "max_action_chars: 4096"),
+        ({"few_shot": "2"}, "few_shot must be an integer", "few_shot: 2"),
+    ],
+)
+def test_wrong_types_name_the_factor_and_show_an_example(spec: dict, names: str, example: str) -> None:
+    """A string where a list belongs is an error, never split into one-letter names."""
+    with pytest.raises(HarnessSpecError, match=names) as caught:
+        Harness.from_dict(spec)
+    assert __import__("re").search(r"e\.g\. .*" + example, str(caught.value)), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ('Reply like {"name": "click"}. Tools: {tools}', "unknown placeholder"),
+        ("Tools: {tools} }", "stray brace"),
+        ("Tools: {tools", "stray brace"),
+        ("Tools: {tools:>10}", "format spec"),
+        ("Tools: {tools!r}", "format spec or conversion"),
+        ("Tools: {0} {tools}", "unknown placeholder"),
+        ("no tools placeholder {format}", "lacks"),
+        (42, "must be text"),
+    ],
+)
+def test_custom_prompt_templates_with_braces_fail_at_construction(template: object, problem: str) -> None:
+    with pytest.raises(HarnessSpecError, match=f"prompt_template.*{problem}.*e\\.g\\. prompt_template"):
+        Harness(prompt_template=template)  # type: ignore[arg-type]
+
+
+def test_a_template_with_doubled_braces_renders_them_literally() -> None:
+    h = Harness(prompt_template='Reply as {{"name": <tool>}} in {format}.\n{tools}\n{format_hint}')
+    _, info = make_env("ClickButton", h).reset(seed=0)
+    assert info["system_prompt"].startswith('Reply as {"name": <tool>} in JSON.\n- {"name": "click"')
+
+
+def test_spec_files_that_are_not_mappings_or_not_yaml_are_spec_errors(tmp_path) -> None:
+    for name, data in [
+        ("list.yaml", b"- obs_format\n- yaml\n"),
+        ("bad.yaml", b"obs_format: [json\n"),
+        ("latin.yaml", "obs_format: jsön\n".encode("latin-1")),
+    ]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(HarnessSpecError, match="mapping|not valid YAML|not UTF-8"):
+            resolve_harness(path)

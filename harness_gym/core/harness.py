@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import string
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 from harness_gym.core.formats import RENDERERS
 from harness_gym.core.grammar import ActionGrammar, action_grammar
 from harness_gym.core.task import Action, ActionSpec
-from harness_gym.core.tools import TOOL_DESCRIPTIONS, TOOL_NAMINGS, TOOL_STYLES, Toolbox
+from harness_gym.core.tools import TOOL_DESCRIPTIONS, TOOL_NAMINGS, TOOL_STYLES, Toolbox, preview
 
 #: Optional harness-provided fields a harness may show after the task's fields.
 EXTRA_FIELDS = ("step", "last_error")
@@ -67,6 +68,21 @@ LEVELS: dict[str, Collection[Any]] = {
     "invalid_action": ("feedback", "end", "ignore"),
     "context": ("observation", "transcript"),
     "tool_channel": ("text", "native"),
+}
+
+#: An accepted value of each factor, as YAML, for error messages.
+EXAMPLES: dict[str, str] = {
+    "field_order": "field_order: [instruction, page, title]",
+    "tool_order": "tool_order: [type, click]",
+    "extra_fields": "extra_fields: [step, last_error]",
+    "drop_tools": "drop_tools: [click, type]",
+    "rename_tools": "rename_tools: {click: tap}",
+    "rename_args": "rename_args: {ref: element}",
+    "history_window": "history_window: 2",
+    "step_budget": "step_budget: 10",
+    "few_shot": "few_shot: 2",
+    "max_action_chars": "max_action_chars: 4096",
+    "prompt_template": "prompt_template: 'Reply as {{\"name\": ...}}. Tools: {tools}'",
 }
 
 #: Most worked examples a harness writes into its system prompt.
@@ -141,27 +157,36 @@ class Harness:
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
+        for name in ("extra_fields", "drop_tools"):
+            _check_names(name, getattr(self, name))
         for factor, levels in LEVELS.items():
-            if getattr(self, factor) not in levels:
+            value = getattr(self, factor)
+            if not isinstance(value, str) or value not in levels:
                 raise HarnessSpecError(
-                    f"unknown level {getattr(self, factor)!r} for factor {factor!r}; "
-                    f"valid levels: {list(levels)}"
+                    f"unknown level {value!r} for factor {factor!r}; valid levels: {list(levels)} "
+                    f"(e.g. {factor}: {next(iter(levels))})"
                 )
         for factor, named in (
             ("field_order", ("canonical", "reversed")),
             ("tool_order", ("canonical", "reversed", "alphabetical")),
         ):
             value = getattr(self, factor)
+            if not isinstance(value, (str, tuple)):
+                raise HarnessSpecError(
+                    f"{factor} must be one of {list(named)} or a list of names, got "
+                    f"{type(value).__name__} {value!r} (e.g. {EXAMPLES[factor]})"
+                )
             if isinstance(value, str) and value not in named:
                 raise HarnessSpecError(
                     f"unknown level {value!r} for factor {factor!r}; valid levels: "
-                    f"{list(named)} or a list naming every field/tool once"
+                    f"{list(named)} or a list naming every field/tool once (e.g. {EXAMPLES[factor]})"
                 )
             if isinstance(value, tuple):
-                repeated = sorted({v for v in value if value.count(v) > 1})
+                repeated = sorted({v for v in value if value.count(v) > 1}, key=repr)
                 if repeated or not all(isinstance(v, str) for v in value):
                     raise HarnessSpecError(
-                        f"{factor} permutation must name each item once as a string; repeated: {repeated}"
+                        f"{factor} permutation must name each item once as a string; repeated: "
+                        f"{repeated} (e.g. {EXAMPLES[factor]})"
                     )
         bad = [f for f in self.extra_fields if f not in EXTRA_FIELDS]
         if bad or len(set(self.extra_fields)) != len(self.extra_fields):
@@ -180,22 +205,27 @@ class Harness:
             )
         hw = self.history_window
         if not (hw == "all" or (isinstance(hw, int) and not isinstance(hw, bool) and hw >= 0)):
-            raise HarnessSpecError(f"history_window must be an integer >= 0 or 'all', got {hw!r}")
+            raise HarnessSpecError(
+                f"history_window must be an integer >= 0 or 'all', got {hw!r} "
+                f"(e.g. {EXAMPLES['history_window']})"
+            )
         sb = self.step_budget
         if sb is not None and (isinstance(sb, bool) or not isinstance(sb, int) or sb < 1):
-            raise HarnessSpecError(f"step_budget must be a positive integer or None, got {sb!r}")
-        if not isinstance(self.prompt_template, str) or (
-            self.prompt_template not in PROMPT_TEMPLATES and "{tools}" not in self.prompt_template
-        ):
             raise HarnessSpecError(
-                f"prompt_template must be one of {list(PROMPT_TEMPLATES)} or a custom template "
-                f"containing {{tools}}, got {self.prompt_template!r}"
+                f"step_budget must be a positive integer or None, got {sb!r} (e.g. {EXAMPLES['step_budget']})"
             )
+        _check_template(self.prompt_template)
         fs = self.few_shot
         if isinstance(fs, bool) or not isinstance(fs, int) or not 0 <= fs <= MAX_FEW_SHOT:
-            raise HarnessSpecError(f"few_shot must be an integer from 0 to {MAX_FEW_SHOT}, got {fs!r}")
-        if not isinstance(self.max_action_chars, int) or self.max_action_chars < 16:
-            raise HarnessSpecError("max_action_chars must be an integer >= 16")
+            raise HarnessSpecError(
+                f"few_shot must be an integer from 0 to {MAX_FEW_SHOT}, got {fs!r} "
+                f"(e.g. {EXAMPLES['few_shot']})"
+            )
+        mc = self.max_action_chars
+        if isinstance(mc, bool) or not isinstance(mc, int) or mc < 16:
+            raise HarnessSpecError(
+                f"max_action_chars must be an integer >= 16, got {mc!r} (e.g. {EXAMPLES['max_action_chars']})"
+            )
         object.__setattr__(self, "_id", "h-" + _hash(self.to_dict(full=False)))
 
     # -- identity and serialization --------------------------------------------------------
@@ -226,7 +256,10 @@ class Harness:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Harness:
         if not isinstance(data, Mapping):
-            raise TypeError(f"a harness spec must be a mapping, got {type(data).__name__}")
+            raise HarnessSpecError(
+                f"a harness spec must be a mapping of factor names to levels, got {type(data).__name__} "
+                "(e.g. {'obs_format': 'yaml', 'drop_tools': ['type']})"
+            )
         unknown = [k for k in data if k not in cls.factor_names()]
         if unknown:
             raise HarnessSpecError(
@@ -247,8 +280,15 @@ class Harness:
     @classmethod
     def from_yaml(cls, source: str | Path) -> Harness:
         """Load from a YAML file path or YAML text."""
-        text = Path(source).read_text() if _is_path(source) else str(source)
-        data = _yaml().safe_load(text)
+        yaml = _yaml()
+        where = f"harness file {source}" if _is_path(source) else "harness YAML"
+        try:
+            text = Path(source).read_text(encoding="utf-8") if _is_path(source) else str(source)
+            data = yaml.safe_load(text)
+        except UnicodeDecodeError as err:
+            raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+        except yaml.YAMLError as err:
+            raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
         return cls.from_dict(data or {})
 
     def replace(self, **changes: Any) -> Harness:
@@ -391,18 +431,76 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def _renames(factor: str, value: Any) -> tuple[tuple[str, str], ...]:
     """Normalize a rename map (dict or pairs) to sorted pairs of identifiers."""
-    pairs = list(value.items()) if isinstance(value, Mapping) else [tuple(p) for p in value]
-    if any(len(p) != 2 for p in pairs):
-        raise HarnessSpecError(f"{factor} must map canonical names to new names")
+    example = f"(e.g. {EXAMPLES[factor]})"
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value
+    ):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise HarnessSpecError(
+            f"{factor} must map canonical names to new names, got {type(value).__name__} {value!r} {example}"
+        )
     for old, new in pairs:
         if not (isinstance(old, str) and isinstance(new, str) and _IDENTIFIER.match(new)):
             raise HarnessSpecError(
-                f"{factor} must map names to identifiers (letters, digits, _), got {old!r}: {new!r}"
+                f"{factor} must map names to identifiers (letters, digits, _), got {old!r}: {new!r} {example}"
             )
     olds = [p[0] for p in pairs]
     if len(set(olds)) != len(olds):
         raise HarnessSpecError(f"{factor} renames a name twice: {olds}")
     return tuple(sorted(pairs))
+
+
+def _check_names(factor: str, value: Any) -> None:
+    """A tuple-valued factor must be a list of strings: a bare string is not split into letters."""
+    if isinstance(value, str):
+        raise HarnessSpecError(
+            f"{factor} must be a list of names, got the string {value!r} "
+            f"(write {factor}: [{value}], e.g. {EXAMPLES[factor]})"
+        )
+    if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+        raise HarnessSpecError(
+            f"{factor} must be a list of names (strings), got {value!r} (e.g. {EXAMPLES[factor]})"
+        )
+
+
+_PLACEHOLDERS = ("format", "tools", "format_hint")
+
+
+def _check_template(template: Any) -> None:
+    """A prompt template is a preset name, or text whose only fields are the three placeholders.
+
+    Checked here, so a stray brace fails when the harness is built rather than when it is bound.
+    """
+    if isinstance(template, str) and template in PROMPT_TEMPLATES:
+        return
+    hint = (
+        "a custom template uses only the placeholders {format}, {tools} (required) and "
+        "{format_hint}, and writes literal braces as {{ and }}, "
+        f"e.g. {EXAMPLES['prompt_template']}; or name a preset: {list(PROMPT_TEMPLATES)}"
+    )
+    if not isinstance(template, str):
+        raise HarnessSpecError(f"prompt_template must be text, got {type(template).__name__}; {hint}")
+    try:
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
+    except ValueError as err:
+        raise HarnessSpecError(
+            f"prompt_template {preview(template)} has a stray brace ({err}); {hint}"
+        ) from None
+    names = [name for name, _, _ in fields if name is not None]
+    bad = [n for n in names if n not in _PLACEHOLDERS]
+    if bad:
+        raise HarnessSpecError(
+            f"prompt_template {preview(template)} has unknown placeholder(s) {bad}; {hint}"
+        )
+    if any(spec or conv for name, spec, conv in fields if name is not None):
+        raise HarnessSpecError(
+            f"prompt_template {preview(template)} gives a placeholder a format spec or conversion; {hint}"
+        )
+    if "tools" not in names:
+        raise HarnessSpecError(f"prompt_template {preview(template)} lacks {{tools}}; {hint}")
 
 
 def _hash(data: Mapping[str, Any]) -> str:
