@@ -117,3 +117,51 @@ def test_identity_is_exact_with_soft_values_in_a_multi_step_task() -> None:
     reference = UniformPolicy()
     recovered = recover_preferences(SoftOptimalPolicy(reference, states, beta), reference, states, beta)
     np.testing.assert_allclose(recovered.implied, recovered.exact, atol=1e-9)
+
+
+def test_a_harness_that_can_write_no_action_has_ceiling_zero() -> None:
+    """JSON calls are longer than 16 characters: no policy can act, and the search knows it."""
+    harness = Harness(max_action_chars=16)
+    est = ceiling("ClickButton", harness, range(6))
+    assert est.values == [0.0] * 6 and est.exact
+    env = make_env("ClickButton", harness)
+    _, info = env.reset(seed=0)
+    assert info["legal_actions"] == [] and env.oracle_action() == ""
+    _, reward, *_ = env.step('{"name": "click", "arguments": {"ref": 2}}')
+    assert reward == 0.0
+    # The same limit in a terser style leaves every action expressible.
+    assert ceiling("ClickButton", Harness(tool_style="command", max_action_chars=16), range(6)).mean == 1.0
+
+
+def test_a_harness_that_can_write_some_actions_has_the_ceiling_of_those() -> None:
+    """Python calls: click(ref=2) fits in 16 characters, type(ref=3, text='...') does not."""
+    assert ceiling("ClickButton", Harness(tool_style="python", max_action_chars=16), range(6)).mean == 1.0
+    assert ceiling("EnterText", Harness(tool_style="python", max_action_chars=16), range(6)).mean == 0.0
+    # At 24 characters the typed word decides, seed by seed, and the oracle agrees.
+    harness = Harness(tool_style="python", max_action_chars=24)
+    values = []
+    for seed in range(12):
+        env = make_env("EnterText", harness)
+        env.reset(seed=seed)
+        oracle_text = make_env("EnterText", Harness(tool_style="python")).format_action(env.task.oracle())
+        value, method = seed_ceiling("EnterText", harness, seed)
+        assert method == "exact"
+        assert value == float(len(oracle_text) <= 24), (seed, oracle_text)
+        values.append(value)
+    assert 0.0 < sum(values) < len(values)
+
+
+def test_the_checker_agrees_with_the_ceiling_on_inexpressible_actions() -> None:
+    from harness_gym.core.checker import check_harness
+
+    for harness, expected in [
+        (Harness(max_action_chars=16), 0.0),
+        (Harness(tool_style="python", max_action_chars=16), 0.0),
+    ]:
+        report = check_harness(harness, "EnterText", seeds=range(3))
+        assert report.ok and report.checks["inexpressible"] > 0
+        assert "oracle" not in report.checks  # no longer pure presentation
+        assert "max_action_chars=16" in str(report)
+        assert ceiling("EnterText", harness, range(3)).mean == expected
+    report = check_harness(Harness(tool_style="command", max_action_chars=16), "EnterText", seeds=range(3))
+    assert report.ok and "inexpressible" not in report.checks and report.checks["oracle"] == 3

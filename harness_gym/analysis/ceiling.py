@@ -2,7 +2,8 @@
 
 For one task seed the task is deterministic, so the ceiling is the best return over action
 sequences. :func:`seed_ceiling` finds it exactly by depth-first search over the legal actions
-the harness exposes, within the harness's step budget, restoring the task state after each
+the harness can express (its tool is shown and its formatted text parses back to it within
+``max_action_chars``), within the harness's step budget, restoring the task state after each
 branch (``Task.snapshot``/``restore``) and memoizing states by digest. The oracle's action is
 tried first, so a reachable success is found in as many steps as the oracle takes; only when
 success is out of reach (a dropped tool, a cut budget) does the search run exhaustively. If
@@ -93,7 +94,7 @@ def ceiling(
 class ValueSearch:
     """Exact best return from the task's current state, through one bound harness.
 
-    Depth-first over the legal actions the harness exposes, restoring state after each
+    Depth-first over the legal actions the harness can express, restoring state after each
     branch and memoizing (state digest, steps left). Raises :class:`SearchTooBig` past
     ``node_limit`` expanded states.
     """
@@ -106,8 +107,12 @@ class ValueSearch:
         self.best_possible = float(self.task.max_return)
 
     def actions(self) -> list[Action]:
-        """Exposed legal actions, the oracle's first (so reachable success is found fast)."""
-        actions = [a for a in self.task.legal_actions() if self.bound.exposes(a)]
+        """Legal actions the harness can express, the oracle's first (reachable success is found fast).
+
+        An action counts only if its formatted text parses back to it within the harness's
+        limits: no policy can take the others through this harness.
+        """
+        actions = [a for a in self.task.legal_actions() if self.bound.expressible(a)]
         try:
             first = self.task.oracle()
         except Exception:  # noqa: BLE001 - the oracle is only an ordering hint here

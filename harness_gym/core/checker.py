@@ -5,11 +5,14 @@ It checks, over a few seeds:
 - ``schema``: every tool schema (OpenAI and Anthropic shapes) is valid JSON Schema, and the
   arguments of every legal action validate against it (uses the ``jsonschema`` package);
 - ``round_trip``: ``parse(format_action(a)) == a`` for every legal action along oracle and
-  random trajectories;
+  random trajectories; an action whose text is longer than ``max_action_chars`` is counted
+  as ``inexpressible`` instead (the harness limits what can be written, as a dropped tool
+  does), which is also what the ceiling search leaves out;
 - ``determinism``: the same seed renders the same observations, legal actions and prompt;
 - ``pairing``: the task instance (state digest) is the one the canonical harness gets;
-- ``oracle``: for a pure-presentation harness (no dropped tool, budget not cut), the oracle
-  succeeds on exactly the seeds where it succeeds under the canonical harness.
+- ``oracle``: for a pure-presentation harness (no dropped tool, budget not cut, every legal
+  action met expressible), the oracle succeeds on exactly the seeds where it succeeds under
+  the canonical harness.
 
 Every failure names the check, what went wrong, and the factor levels involved.
 """
@@ -26,6 +29,7 @@ import numpy as np
 from harness_gym.core.env import HarnessEnv, unwrap_harness_env
 from harness_gym.core.harness import Harness, HarnessSpecError
 from harness_gym.core.task import Task
+from harness_gym.core.tools import ActionError
 
 #: Factors that bear on each check, so a failure reports the levels that matter.
 CHECK_FACTORS: dict[str, tuple[str, ...]] = {
@@ -57,6 +61,9 @@ class HarnessReport:
     harness: Harness
     failures: list[CheckFailure] = field(default_factory=list)
     checks: dict[str, int] = field(default_factory=dict)
+    #: Legal actions the harness cannot express (text longer than ``max_action_chars``).
+    inexpressible: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -71,7 +78,7 @@ class HarnessReport:
         head = f"{self.task_id} x {self.harness.id} ({self.harness.describe()}): "
         ran = ", ".join(f"{k}={v}" for k, v in self.checks.items())
         if self.ok:
-            return head + f"ok ({ran})"
+            return head + f"ok ({ran})" + "".join(f"\n  note: {n}" for n in self.notes)
         return (
             head + f"{len(self.failures)} failure(s) ({ran})\n" + "\n".join(f"  {f}" for f in self.failures)
         )
@@ -130,6 +137,12 @@ def check_harness(
     pure = is_pure_presentation(harness, task_cls)
     for seed in seeds:
         _check_episode(env, canonical, seed, report, compare_oracle=pure)
+    if report.inexpressible:
+        report.notes.append(
+            f"{len(report.inexpressible)} legal action(s) cannot be written within "
+            f"max_action_chars={harness.max_action_chars}, e.g. {report.inexpressible[0]}; "
+            "they are out of every policy's reach and the ceiling leaves them out"
+        )
     return _finish(report, raise_on_failure)
 
 
@@ -172,7 +185,11 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
 def _check_episode(
     env: HarnessEnv, canonical: HarnessEnv, seed: int, report: HarnessReport, compare_oracle: bool
 ) -> None:
+    before = len(report.inexpressible)
     runs = [_play(env, seed, report) for _ in range(2)]
+    # A harness that cannot express an action met on this seed limits the agent, like a
+    # dropped tool: the oracle may then fail here, and the ceiling says so too.
+    compare_oracle = compare_oracle and len(report.inexpressible) == before
     _count(report, "determinism")
     if runs[0] != runs[1]:
         report.fail("determinism", f"seed {seed}: two runs rendered different episodes")
@@ -221,13 +238,36 @@ def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str,
 
 
 def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
-    for action in env.legal_actions():
+    """Every exposed legal action must round-trip, or be too long for ``max_action_chars``.
+
+    Also checks that the env's legal actions are exactly the ones that round-trip, the set
+    the ceiling search plans over.
+    """
+    legal = set(env.legal_actions())
+    for action in env.task.legal_actions():
+        if not env.bound.exposes(action):
+            continue
         _count(report, "round_trip")
         text = env.format_action(action)
+        ok = False
         try:
             back = env.bound.parse(text)
+        except ActionError as err:
+            if err.kind == "too_long":
+                _count(report, "inexpressible")
+                if str(action) not in report.inexpressible:
+                    report.inexpressible.append(str(action))
+            else:
+                report.fail("round_trip", f"{action} written as {text!r} does not parse: {err}")
         except Exception as err:  # noqa: BLE001 - any failure here is a finding
-            report.fail("round_trip", f"{action} written as {text!r} does not parse: {err}")
-            continue
-        if back != action:
-            report.fail("round_trip", f"{action} written as {text!r} parses back as {back}")
+            report.fail("round_trip", f"{action} written as {text!r} raises {type(err).__name__}: {err}")
+        else:
+            ok = back == action
+            if not ok:
+                report.fail("round_trip", f"{action} written as {text!r} parses back as {back}")
+        if ok != (action in legal):
+            report.fail(
+                "round_trip",
+                f"{action} {'round-trips' if ok else 'does not round-trip'} but the env "
+                f"{'omits it from' if ok else 'lists it in'} its legal actions",
+            )

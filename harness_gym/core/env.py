@@ -220,8 +220,12 @@ class HarnessEnv(gym.Env[str, str]):
     # -- helpers for agents, tests and analysis --------------------------------------------
 
     def legal_actions(self) -> list[Action]:
-        """The task's legal canonical actions that this harness exposes a tool for."""
-        return [a for a in self.task.legal_actions() if self.bound.exposes(a)]
+        """The task's legal canonical actions an agent can take through this harness.
+
+        An action counts when the harness exposes its tool and its formatted text parses
+        back to it within the harness's limits (see :meth:`BoundHarness.expressible`).
+        """
+        return [a for a in self.task.legal_actions() if self.bound.expressible(a)]
 
     def format_action(self, action: Action) -> str:
         """Write a canonical action as this harness expects the agent to."""
@@ -230,12 +234,13 @@ class HarnessEnv(gym.Env[str, str]):
     def oracle_action(self) -> str:
         """The task oracle's next action, written through this harness.
 
-        When the harness hides the tool the oracle needs (``drop_tools``), the oracle falls
-        back to the first action the harness does expose, so a harness that removes a needed
-        tool shows a lower oracle success rate instead of an error.
+        When the harness hides the tool the oracle needs (``drop_tools``) or cannot express
+        its action (longer than ``max_action_chars``), the oracle falls back to the first
+        action the harness does express, so such a harness shows a lower oracle success rate
+        instead of an error.
         """
         action = self.task.oracle()
-        if not self.bound.exposes(action):
+        if not self.bound.expressible(action):
             exposed = self.legal_actions()
             if not exposed:
                 return ""

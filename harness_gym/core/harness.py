@@ -22,7 +22,14 @@ from typing import Any
 from harness_gym.core.formats import RENDERERS
 from harness_gym.core.grammar import ActionGrammar, action_grammar
 from harness_gym.core.task import Action, ActionSpec
-from harness_gym.core.tools import TOOL_DESCRIPTIONS, TOOL_NAMINGS, TOOL_STYLES, Toolbox, preview
+from harness_gym.core.tools import (
+    TOOL_DESCRIPTIONS,
+    TOOL_NAMINGS,
+    TOOL_STYLES,
+    ActionError,
+    Toolbox,
+    preview,
+)
 
 #: Optional harness-provided fields a harness may show after the task's fields.
 EXTRA_FIELDS = ("step", "last_error")
@@ -346,6 +353,7 @@ class BoundHarness:
         )
         self.openai_tools = self.toolbox.openai_tools()
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
+        self._expressible: dict[Action, bool] = {}
 
     def example_reply(self, action: Action) -> str:
         """``action`` as this harness's channel expects the agent to reply with it."""
@@ -408,6 +416,34 @@ class BoundHarness:
     def exposes(self, action: Action) -> bool:
         """Whether this harness offers a tool for ``action`` (dropped tools are hidden)."""
         return action.name in self.tool_names
+
+    def expressible(self, action: Action) -> bool:
+        """Whether an agent can take ``action`` through this harness at all.
+
+        True when the harness exposes its tool and the formatted text parses back to
+        ``action`` within the harness's limits (``max_action_chars``, names, parser). An
+        action that fails this is out of every policy's reach, like a dropped tool, so
+        ceilings and legal-action lists leave it out. Memoized per action.
+        """
+        known = self._expressible.get(action)
+        if known is None:
+            if len(self._expressible) >= 8192:
+                self._expressible.clear()
+            known = self._expressible[action] = self.round_trip_error(action) is None
+        return known
+
+    def round_trip_error(self, action: Action) -> ActionError | None:
+        """Why ``action`` cannot be written and read back through this harness, or ``None``."""
+        if not self.exposes(action):
+            return ActionError("unknown_tool", f"this harness has no tool for {action.name!r}")
+        text = self.toolbox.format(action)
+        try:
+            back = self.toolbox.parse(text)
+        except ActionError as err:
+            return err
+        if back != action:
+            return ActionError("malformed", f"{text!r} parses back as {back}, not {action}")
+        return None
 
 
 def _field_order(order: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
