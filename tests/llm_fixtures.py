@@ -150,6 +150,17 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the test process dies, even by SIGKILL.
+
+    The server runs in its own session, so without this a killed pytest would leave it running.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 def _install(log_dir: Path, env: dict[str, str]) -> None:
     """Create the vLLM venv if needed (minutes the first time); fail loudly if that fails."""
     log = log_dir / "install.log"
@@ -206,7 +217,13 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer
     started = time.monotonic()
     with log.open("w") as out:
         process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     try:
         base_url = f"http://127.0.0.1:{port}/v1"
