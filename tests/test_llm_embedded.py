@@ -24,8 +24,7 @@ from harness_gym.llm.embedded import (
     gguf_path,
 )
 
-# xdist_group: under `pytest -n N --dist loadgroup` all model tests share one worker.
-pytestmark = [pytest.mark.llm, pytest.mark.xdist_group("llm"), pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [pytest.mark.llm, pytest.mark.usefixtures("one_torch_thread")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = [

@@ -16,8 +16,7 @@ import openai
 import pytest
 from llm_fixtures import VLLMServer
 
-# xdist_group: under `pytest -n N --dist loadgroup` all model tests share one worker (one server).
-pytestmark = [pytest.mark.llm, pytest.mark.xdist_group("llm")]
+pytestmark = pytest.mark.llm
 
 PERSON = {
     "type": "object",
