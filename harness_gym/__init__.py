@@ -38,6 +38,12 @@ from harness_gym.envs import browser as _browser  # noqa: E402
 
 _browser.register(add_to_task_registry=False)
 
+# Terminal tasks in a bubblewrap sandbox: harness_gym/Term<Task>-<Preset>-v0. Registering starts
+# nothing; building an env checks that bwrap can run.
+from harness_gym.envs import terminal as _terminal  # noqa: E402
+
+_terminal.register(add_to_task_registry=False)
+
 __all__ = [
     "PRESETS",
     "TASKS",

@@ -1,0 +1,65 @@
+"""Terminal tasks in a bubblewrap sandbox (a Terminal-Bench-Lite suite).
+
+``register()`` registers ``harness_gym/Term<Task>-<Preset>-v0`` and ``harness_gym/Term<Task>-v0``
+(which takes ``harness=`` and ``terminal=``) with Gymnasium for every task of
+:data:`~harness_gym.envs.terminal.tasks.TERMINAL_TASKS`. Registering starts nothing; the
+sandbox starts at an env's first reset, and building an env where bubblewrap cannot run
+raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``docs/terminal.md``.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from harness_gym.core.presets import PRESETS
+from harness_gym.core.registry import env_id, register_task
+from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
+from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
+from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
+
+ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
+TERMINAL_TASK_IDS: tuple[str, ...] = tuple(t.task_id for t in TERMINAL_TASKS)
+
+
+def register(add_to_task_registry: bool = False) -> list[str]:
+    """Register every terminal task's Gymnasium ids (idempotent); return them.
+
+    The tasks stay out of ``harness_gym.TASKS`` unless ``add_to_task_registry`` (they need
+    bubblewrap and are slower than the pure-Python suite that TASKS lists).
+    """
+    ids = []
+    for task in TERMINAL_TASKS:
+        if add_to_task_registry:
+            register_task(task)
+        for preset in [None, *PRESETS]:
+            new_id = env_id(task.task_id, preset)
+            spec = gym.registry.get(new_id)
+            if spec is None or spec.entry_point != ENTRY_POINT:
+                gym.registry.pop(new_id, None)
+                gym.register(
+                    id=new_id,
+                    entry_point=ENTRY_POINT,
+                    kwargs={"task": task.task_id, "harness": preset or "Json"},
+                    disable_env_checker=False,
+                )
+            ids.append(new_id)
+    return ids
+
+
+def is_terminal_task(task_id: str) -> bool:
+    return task_id in TERMINAL_TASK_IDS
+
+
+__all__ = [
+    "ENTRY_POINT",
+    "SENTINEL",
+    "TERMINAL_TASKS",
+    "TERMINAL_TASK_IDS",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "TerminalOptions",
+    "is_terminal_task",
+    "register",
+    "require_bwrap",
+]

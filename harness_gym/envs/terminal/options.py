@@ -1,0 +1,254 @@
+"""Terminal harness factors: how a coding harness runs and shows commands.
+
+These factors are specific to the terminal family, so they live beside the generic
+:class:`~harness_gym.core.harness.Harness` as :class:`TerminalOptions` (an immutable,
+serializable value with its own content-hash id) instead of in it; every existing harness id
+stays unchanged. The env records them in ``info["terminal"]`` and ``info["terminal_id"]``.
+
+Presentation (result format, truncation, cwd / exit code, completion signal) is applied by
+:class:`TerminalBoundHarness` on the harness side of the boundary; the world part (fresh or
+persistent shell) is handed to the task, which owns the sandbox.
+
+Whether file tools exist beside the shell is the generic ``drop_tools`` factor
+(``drop_tools=("read_file", "write_file")``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness_gym.core.harness import BoundHarness, Harness, HarnessSpecError
+from harness_gym.core.task import Action, ActionSpec
+
+SENTINEL = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+OPTION_LEVELS: dict[str, tuple[Any, ...]] = {
+    "shell": ("fresh", "persistent"),
+    "result_format": ("raw", "json", "xml"),
+    "keep": ("head", "tail", "both"),
+    "completion": ("tool", "sentinel"),
+}
+
+
+@dataclass(frozen=True)
+class TerminalOptions:
+    """The terminal factors of a harness.
+
+    Attributes:
+        shell: ``fresh`` (every command in a new ``bash -c`` in ``/app``) or ``persistent``
+            (one bash session per episode: cwd, variables and functions carry over).
+        result_format: how a command's result is shown: ``raw`` (stdout, then stderr, as
+            text), ``json`` (an object with stdout/stderr/exit_code...) or ``xml`` (a block).
+        max_output_chars: shown characters of each of stdout and stderr (at least 64).
+        keep: which end of longer output is shown: ``head``, ``tail`` or ``both`` (half each).
+        show_cwd: whether the result shows the working directory after the command.
+        show_exit_code: whether the result shows the exit code.
+        completion: how the agent ends the episode: ``tool`` (the ``submit`` tool) or
+            ``sentinel`` (running exactly ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``;
+            the ``submit`` tool is then hidden).
+    """
+
+    shell: str = "fresh"
+    result_format: str = "raw"
+    max_output_chars: int = 4000
+    keep: str = "both"
+    show_cwd: bool = True
+    show_exit_code: bool = True
+    completion: str = "tool"
+
+    def __post_init__(self) -> None:
+        for name, levels in OPTION_LEVELS.items():
+            if getattr(self, name) not in levels:
+                raise HarnessSpecError(
+                    f"unknown level {getattr(self, name)!r} for terminal factor {name!r}; "
+                    f"valid levels: {list(levels)}"
+                )
+        n = self.max_output_chars
+        if isinstance(n, bool) or not isinstance(n, int) or n < 64:
+            raise HarnessSpecError(f"max_output_chars must be an integer >= 64, got {n!r}")
+        for name in ("show_cwd", "show_exit_code"):
+            if not isinstance(getattr(self, name), bool):
+                raise HarnessSpecError(f"{name} must be true or false, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_any(cls, value: TerminalOptions | Mapping[str, Any] | None) -> TerminalOptions:
+        if value is None:
+            return cls()
+        if isinstance(value, TerminalOptions):
+            return value
+        if isinstance(value, Mapping):
+            names = [f.name for f in dataclasses.fields(cls)]
+            unknown = [k for k in value if k not in names]
+            if unknown:
+                raise HarnessSpecError(f"unknown terminal factor(s) {unknown}; valid factors: {names}")
+            return cls(**dict(value))
+        raise TypeError(f"terminal options must be a TerminalOptions or a dict, got {type(value).__name__}")
+
+    def to_dict(self, full: bool = True) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if not full:
+            default = dataclasses.asdict(TerminalOptions())
+            out = {k: v for k, v in out.items() if v != default[k]}
+        return out
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(self.to_dict(full=False), sort_keys=True, separators=(",", ":"))
+        return "t-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def replace(self, **changes: Any) -> TerminalOptions:
+        return TerminalOptions.from_any({**self.to_dict(), **changes})
+
+
+def cut(text: str, limit: int, keep: str) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters keeping ``keep``; returns (shown, omitted count)."""
+    if len(text) <= limit:
+        return text, 0
+    omitted = len(text) - limit
+    if keep == "head":
+        return text[:limit] + f"\n[... {omitted} more characters]", omitted
+    if keep == "tail":
+        return f"[{omitted} earlier characters ...]\n" + text[-limit:], omitted
+    half = limit // 2
+    return text[:half] + f"\n[... {omitted} characters omitted ...]\n" + text[
+        len(text) - (limit - half) :
+    ], omitted
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def present_result(result: Mapping[str, Any] | None, options: TerminalOptions) -> Any:
+    """The ``result`` field as this harness shows it (a string, or an object for ``json``)."""
+    if not result:
+        return "" if options.result_format != "json" else {}
+    kind = result.get("kind", "run")
+    lim, keep = options.max_output_chars, options.keep
+    if kind != "run":  # read_file / write_file / submit: one text body
+        body, _ = cut(str(result.get("text", "")), lim, keep)
+        if options.result_format == "json":
+            return {"tool": kind, "ok": bool(result.get("ok", True)), "text": body}
+        if options.result_format == "xml":
+            return f'<{kind} ok="{str(bool(result.get("ok", True))).lower()}">{_xml(body)}</{kind}>'
+        return body
+    stdout, _ = cut(str(result.get("stdout", "")), lim, keep)
+    stderr, _ = cut(str(result.get("stderr", "")), lim, keep)
+    notes = list(result.get("notes", ()))
+    if options.result_format == "json":
+        out: dict[str, Any] = {"stdout": stdout, "stderr": stderr}
+        if options.show_exit_code:
+            out["exit_code"] = result.get("exit_code")
+        if options.show_cwd:
+            out["cwd"] = result.get("cwd")
+        if notes:
+            out["notes"] = notes
+        return out
+    if options.result_format == "xml":
+        attrs = ""
+        if options.show_exit_code:
+            attrs += f' exit_code="{result.get("exit_code")}"'
+        if options.show_cwd:
+            attrs += f' cwd="{_xml(str(result.get("cwd")))}"'
+        parts = [f"<result{attrs}>", f"<stdout>{_xml(stdout)}</stdout>", f"<stderr>{_xml(stderr)}</stderr>"]
+        parts += [f"<note>{_xml(n)}</note>" for n in notes]
+        return "".join(parts) + "</result>"
+    lines = [stdout.rstrip("\n")] if stdout else []
+    if stderr:
+        lines.append(stderr.rstrip("\n"))
+    lines += [f"[{n}]" for n in notes]
+    if options.show_exit_code:
+        lines.append(f"[exit code: {result.get('exit_code')}]")
+    if options.show_cwd:
+        lines.append(f"[cwd: {result.get('cwd')}]")
+    return "\n".join(lines)
+
+
+class TerminalBoundHarness(BoundHarness):
+    """A harness bound to a terminal task, with the terminal factors applied on top."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        field_names: tuple[str, ...],
+        action_specs: tuple[ActionSpec, ...],
+        options: TerminalOptions,
+    ) -> None:
+        self.options = options
+        self._sentinel = options.completion == "sentinel" and "submit" in [s.name for s in action_specs]
+        shown = harness
+        if self._sentinel:
+            renames = tuple(p for p in harness.rename_tools if p[0] != "submit")
+            shown = harness.replace(drop_tools=(*harness.drop_tools, "submit"), rename_tools=renames)
+        super().__init__(shown, field_names, action_specs)
+        self.harness = harness
+        if self._sentinel:
+            self.system_prompt += (
+                f"\n\nWhen the task is done, signal completion by running exactly this command "
+                f"(with the run tool): {SENTINEL}"
+            )
+
+    def render(self, fields: Mapping[str, Any], **kwargs: Any) -> str:
+        return super().render(self.present(fields), **kwargs)
+
+    def present(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(fields)
+        if "result" in out:
+            out["result"] = present_result(out["result"], self.options)
+        return out
+
+    def ordered_fields(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        # History entries store what the agent saw (the presented result).
+        return (
+            super().ordered_fields(self.present(fields))
+            if "result" in fields and isinstance(fields["result"], Mapping)
+            else super().ordered_fields(fields)
+        )
+
+    def format_action(self, action: Action) -> str:
+        if self._sentinel and action.name == "submit":
+            action = Action.of("run", command=SENTINEL)
+        return super().format_action(action)
+
+    def example_reply(self, action: Action) -> str:
+        if self._sentinel and action.name == "submit":
+            action = Action.of("run", command=SENTINEL)
+        return super().example_reply(action)
+
+    def parse(self, text: str) -> Action:
+        action = super().parse(text)
+        if self._sentinel and action.name == "run" and action["command"].strip() == SENTINEL:
+            return Action.of("submit")
+        return action
+
+    def exposes(self, action: Action) -> bool:
+        if self._sentinel and action.name == "submit":
+            return "run" in self.tool_names
+        return super().exposes(action)
+
+    def round_trip_error(self, action: Action) -> Any:
+        """Why ``action`` cannot be written and read back here (the sentinel counts as submit)."""
+        from harness_gym.core.tools import ActionError
+
+        if not self.exposes(action):
+            return ActionError("unknown_tool", f"this harness has no tool for {action.name!r}")
+        text = self.format_action(action)
+        try:
+            back = self.parse(text)
+        except ActionError as err:
+            return err
+        if back != action:
+            return ActionError("malformed", f"{text!r} parses back as {back}, not {action}")
+        return None
+
+    def grammar(self, actions: Sequence[Action]) -> Any:
+        actions = [
+            Action.of("run", command=SENTINEL) if self._sentinel and a.name == "submit" else a
+            for a in actions
+        ]
+        return super().grammar(actions)

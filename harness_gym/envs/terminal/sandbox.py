@@ -1,0 +1,525 @@
+"""A bubblewrap sandbox for one episode of a terminal task.
+
+Each episode gets a fresh directory on the host, ``<root>/app`` (the working directory the
+agent sees as ``/app``) and ``<root>/home`` (``$HOME``, seen as ``/home/agent``). Commands
+run inside ``bwrap`` with:
+
+* no network (``--unshare-net``: only a private loopback; the host's loopback is unreachable),
+  and their own user, PID, IPC, UTS and cgroup namespaces (``--unshare-all``);
+* ``--die-with-parent`` and ``--new-session``; the sandbox runs as an unprivileged user with
+  every capability dropped (as root on the host, under a dedicated host uid);
+* the system (``/usr``, ``/etc``) read-only; only the episode directory and a private,
+  size-limited ``/tmp`` writable; ``/root``, ``/home`` and the rest of the host invisible;
+* a clean environment (``--clearenv``; only ``PATH``, ``HOME``, ``LANG``, ... set here);
+* per command: a wall-clock timeout (the command's whole session, and every other process of
+  the sandbox, is killed), CPU seconds, address space, number of processes and file size
+  limits; output capped while it is read (head and tail kept, the rest counted);
+* a disk quota on the episode directory, checked after every command (the largest files
+  are removed when it is exceeded, and the result says so).
+
+One small runner process (:mod:`harness_gym.envs.terminal.runner`, on the system
+``python3``) lives in the sandbox for the episode and starts every command, so the per-command
+cost is one fork and exec, not a new sandbox. Nothing ever runs unsandboxed: where bubblewrap
+cannot run, :func:`require_bwrap` raises :class:`SandboxUnavailable` saying how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUNNER = Path(__file__).with_name("runner.py")
+#: Where the episode directory and home appear inside the sandbox.
+APP = "/app"
+HOME = "/home/agent"
+SYSTEM_PYTHON = "/usr/bin/python3"
+#: Host uids used for sandboxes when harness-gym runs as root (one per host process).
+SANDBOX_UID_BASE = 61000
+INSTALL_HINT = (
+    "Terminal tasks run every command in a bubblewrap sandbox. Install it with "
+    "`apt-get install bubblewrap` (Debian/Ubuntu; or run scripts/system-deps.sh), or your "
+    "distribution's `bubblewrap` package. Nothing runs unsandboxed."
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces on this machine."""
+
+
+class SandboxError(RuntimeError):
+    """The sandbox stopped answering (it is restarted on the next command)."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of every command (and the caps on what is kept of its output)."""
+
+    timeout: float = 10.0
+    cpu_seconds: int = 10
+    address_space: int = 1 << 30
+    processes: int = 64
+    file_size: int = 32 << 20
+    tmp_size: int = 64 << 20
+    disk_quota: int = 128 << 20
+    head_bytes: int = 16384
+    tail_bytes: int = 16384
+    max_file_bytes: int = 65536
+
+
+@dataclass
+class CommandResult:
+    """What one command did. ``stdout``/``stderr`` are head + tail with ``omitted`` bytes cut."""
+
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    cwd: str = APP
+    stdout_omitted: int = 0
+    stderr_omitted: int = 0
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    binary: bool = False
+    timed_out: bool = False
+    signal: str | None = None
+    shell_restarted: bool = False
+    sandbox_restarted: bool = False
+    killed_processes: int = 0
+    quota_removed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def contained(self) -> list[str]:
+        """Names of the containment rules this command ran into (for ``info``)."""
+        out = []
+        if self.timed_out:
+            out.append("timeout")
+        if self.signal == "SIGXCPU":
+            out.append("cpu_limit")
+        if self.signal == "SIGXFSZ":
+            out.append("file_size_limit")
+        if self.stdout_omitted or self.stderr_omitted:
+            out.append("output_capped")
+        if self.killed_processes:
+            out.append("processes_killed")
+        if self.quota_removed:
+            out.append("disk_quota")
+        if self.shell_restarted:
+            out.append("shell_restarted")
+        if self.sandbox_restarted:
+            out.append("sandbox_restarted")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_checked: dict[str, str | None] = {}
+_check_lock = threading.Lock()
+
+
+def sandbox_uid() -> int | None:
+    """The host uid sandboxes run as: a dedicated one under root, else the caller's own."""
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UID_BASE + os.getpid() % 4000
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot run here (``None`` when it can). Cached per process."""
+    with _check_lock:
+        if "bwrap" in _checked:
+            return _checked["bwrap"]
+        problem: str | None = None
+        if shutil.which("bwrap") is None:
+            problem = "the `bwrap` command is not installed"
+        elif not os.path.exists(SYSTEM_PYTHON):
+            problem = f"{SYSTEM_PYTHON} (the system Python the sandbox runs commands with) is missing"
+        else:
+            uid = sandbox_uid()
+            try:
+                done = subprocess.run(
+                    [*_bwrap_base(uid), "--", "/bin/true"],
+                    capture_output=True,
+                    timeout=30,
+                    **_as_user(uid),
+                )
+                if done.returncode != 0:
+                    problem = (
+                        "bwrap cannot create its namespaces: " + done.stderr.decode(errors="replace").strip()
+                    )
+            except (OSError, subprocess.SubprocessError) as err:
+                problem = f"bwrap failed to start: {err}"
+        _checked["bwrap"] = problem
+        return problem
+
+
+def require_bwrap() -> None:
+    """Raise :class:`SandboxUnavailable` with install instructions when bwrap cannot run."""
+    problem = bwrap_problem()
+    if problem is not None:
+        raise SandboxUnavailable(f"{problem}. {INSTALL_HINT}")
+
+
+def _as_user(uid: int | None) -> dict[str, Any]:
+    if uid is None:
+        return {}
+    return {"user": uid, "group": uid, "extra_groups": []}
+
+
+def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20) -> list[str]:
+    args = [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        "1000",
+        "--gid",
+        "1000",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
+        target = os.path.join("/", name)
+        if os.path.islink(target):
+            args += ["--symlink", os.readlink(target), target]
+        elif os.path.isdir(target):
+            args += ["--ro-bind", target, target]
+    args += [
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        str(tmp_size),
+        "--tmpfs",
+        "/tmp",
+    ]
+    return args
+
+
+class Sandbox:
+    """The sandbox of one episode: its directory on the host and the runner inside bwrap.
+
+    ``Sandbox(root)`` uses ``root/app`` and ``root/home`` (created if missing); call
+    :meth:`run` for each command and :meth:`close` at the end (which kills every process of
+    the sandbox). The runner starts at the first command, and again after a crash.
+    """
+
+    def __init__(self, root: Path, limits: SandboxLimits | None = None) -> None:
+        require_bwrap()
+        self.root = Path(root)
+        self.app = self.root / "app"
+        self.home = self.root / "home"
+        self.limits = limits or SandboxLimits()
+        self.uid = sandbox_uid()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self._finalizer = weakref.finalize(self, _kill, [None])
+        self.commands = 0
+        self.restarts = 0
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Hand the episode directory to the sandbox user (after the task wrote its files)."""
+        self.app.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        if self.uid is not None:
+            for base in (self.app, self.home):
+                os.chown(base, self.uid, self.uid)
+                for dirpath, dirnames, filenames in os.walk(base):
+                    for name in dirnames + filenames:
+                        os.lchown(os.path.join(dirpath, name), self.uid, self.uid)
+
+    def start(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self.prepare()
+        lim = self.limits
+        config = {
+            "cwd": APP,
+            "head_bytes": lim.head_bytes,
+            "tail_bytes": lim.tail_bytes,
+            "max_file_bytes": lim.max_file_bytes,
+            "rlimits": {
+                "RLIMIT_CPU": lim.cpu_seconds,
+                "RLIMIT_AS": lim.address_space,
+                "RLIMIT_NPROC": self._nproc_limit(),
+                "RLIMIT_FSIZE": lim.file_size,
+                "RLIMIT_CORE": 0,
+            },
+        }
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "HOME": HOME,
+            "USER": "agent",
+            "LOGNAME": "agent",
+            "SHELL": "/bin/bash",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "dumb",
+            "TMPDIR": "/tmp",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HG_RUNNER_CONFIG": json.dumps(config),
+        }
+        args = _bwrap_base(self.uid, lim.tmp_size)
+        args += [
+            "--bind",
+            str(self.app),
+            APP,
+            "--bind",
+            str(self.home),
+            HOME,
+            "--ro-bind",
+            str(RUNNER),
+            "/opt/harness-gym/runner.py",
+            "--chdir",
+            APP,
+        ]
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        args += ["--remount-ro", "/"]  # the sandbox's own root (its /bin, /lib links) read-only too
+        args += ["--", SYSTEM_PYTHON, "-I", "-S", "-B", "/opt/harness-gym/runner.py"]
+        self._proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            **_as_user(self.uid),
+        )
+        self._buffer = b""
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _kill, [self._proc])
+        reply = self._receive(time.monotonic() + 30)
+        if not reply.get("ready"):
+            self.close()
+            raise SandboxError(f"the sandbox runner did not start: {reply}")
+
+    def _nproc_limit(self) -> int:
+        if self.uid is not None:  # a dedicated host uid: count only the sandbox's processes
+            return self.limits.processes
+        # Under the caller's own uid RLIMIT_NPROC counts all of its processes.
+        mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
+        return mine + self.limits.processes
+
+    def close(self) -> None:
+        """Kill every process of the sandbox (its PID namespace dies with bwrap)."""
+        if self.alive:
+            try:  # the runner kills the shell and every other process of the sandbox first
+                self._request({"op": "reset_shell"}, 5)
+            except SandboxError:
+                pass
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill([proc])
+        self._finalizer.detach()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    # -- requests --------------------------------------------------------------------------
+
+    def run(self, command: str, persistent: bool = False, timeout: float | None = None) -> CommandResult:
+        """Run ``command`` with ``bash`` in ``/app`` (or in the persistent shell)."""
+        timeout = self.limits.timeout if timeout is None else timeout
+        self.commands += 1
+        restarted = not self.alive and self._proc is not None
+        try:
+            self.start()
+            reply = self._request(
+                {"op": "run", "cmd": command, "timeout": timeout, "persistent": persistent}, timeout + 10
+            )
+        except SandboxError as err:
+            self.close()
+            self.restarts += 1
+            return CommandResult(
+                command, "", str(err), None, sandbox_restarted=True, shell_restarted=persistent
+            )
+        if "stdout" not in reply:
+            self.reset_shell()
+            return CommandResult(
+                command, "", str(reply.get("error", "the sandbox failed")), None, shell_restarted=persistent
+            )
+        out, err = reply["stdout"], reply["stderr"]
+        result = CommandResult(
+            command=command,
+            stdout=out["head"] + out["tail"],
+            stderr=err["head"] + err["tail"],
+            exit_code=reply["exit_code"],
+            cwd=reply["cwd"],
+            stdout_omitted=out["omitted"],
+            stderr_omitted=err["omitted"],
+            stdout_bytes=out["total"],
+            stderr_bytes=err["total"],
+            binary=out["binary"] or err["binary"],
+            timed_out=reply["timed_out"],
+            signal=reply["signal"],
+            shell_restarted=reply["shell_restarted"] or restarted,
+            sandbox_restarted=restarted,
+            killed_processes=reply["killed_processes"],
+            seconds=reply["seconds"],
+        )
+        # Keep the boundary between head and tail visible in the stored text.
+        if out["omitted"]:
+            result.stdout = out["head"] + f"\n[... {out['omitted']} bytes omitted ...]\n" + out["tail"]
+        if err["omitted"]:
+            result.stderr = err["head"] + f"\n[... {err['omitted']} bytes omitted ...]\n" + err["tail"]
+        result.quota_removed = self.enforce_quota()
+        return result
+
+    def read_file(self, path: str) -> dict[str, Any]:
+        return self._file_op({"op": "read", "path": path})
+
+    def write_file(self, path: str, content: str) -> dict[str, Any]:
+        return self._file_op({"op": "write", "path": path, "content": content})
+
+    def reset_shell(self) -> None:
+        if self.alive:
+            try:
+                self._request({"op": "reset_shell"}, 10)
+            except SandboxError:
+                self.close()
+
+    def _file_op(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.start()
+            reply = self._request(request, 10)
+        except SandboxError as err:
+            self.close()
+            return {"ok": False, "error": str(err)}
+        self.enforce_quota()
+        return reply
+
+    def _request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise SandboxError("the sandbox runner died") from None
+        return self._receive(time.monotonic() + timeout)
+
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SandboxError("the sandbox runner stopped answering")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise SandboxError("the sandbox runner died")
+                self._buffer += chunk
+                if len(self._buffer) > 64 << 20:
+                    raise SandboxError("the sandbox runner sent an oversized reply")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise SandboxError("the sandbox runner sent a malformed reply") from None
+
+    # -- disk ------------------------------------------------------------------------------
+
+    def disk_usage(self) -> list[tuple[int, str]]:
+        files = []
+        for base in (self.app, self.home):
+            for dirpath, _, filenames in os.walk(base):
+                for name in filenames:
+                    path = os.path.join(dirpath, name)
+                    try:
+                        files.append((os.lstat(path).st_size, path))
+                    except OSError:
+                        pass
+        return files
+
+    def enforce_quota(self) -> list[str]:
+        """Remove the largest files while the episode directory exceeds the disk quota."""
+        files = self.disk_usage()
+        total = sum(size for size, _ in files)
+        removed = []
+        for size, path in sorted(files, reverse=True):
+            if total <= self.limits.disk_quota:
+                break
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            total -= size
+            removed.append(os.path.relpath(path, self.root))
+        return removed
+
+
+def _owner(path: Path) -> int | None:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return None
+
+
+def _kill(holder: list[subprocess.Popen[bytes] | None]) -> None:
+    proc = holder[0]
+    if proc is None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+
+
+def make_episode_dir(prefix: str = "hg-term-") -> Path:
+    """A fresh host directory for one episode (``app`` and ``home`` inside)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(root, 0o755)
+    (root / "app").mkdir()
+    (root / "home").mkdir()
+    return root
+
+
+def remove_episode_dir(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)

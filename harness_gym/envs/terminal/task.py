@@ -1,0 +1,302 @@
+"""TerminalTask: the world of a shell task (files in a sandbox, a verifier, an oracle script).
+
+A terminal task builds an instance from a seeded generator (:meth:`TerminalTask.build`
+returns the files to write into ``/app`` and may ask for set-up commands that run in the
+sandbox, e.g. ``git init``), gives an instruction, and judges success by the final state of
+the working directory (:meth:`TerminalTask.verify`), never by the transcript. Its oracle is a
+scripted shell solution (:meth:`TerminalTask.solution`), run with one ``run`` action and
+followed by ``submit``. The canonical actions are ``run(command)``, ``read_file(path)``,
+``write_file(path, content)`` and ``submit()``.
+
+Fields: ``instruction`` and ``result`` (the last action's result as structured data; a
+terminal harness decides how it is shown, see :mod:`harness_gym.envs.terminal.options`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import tempfile
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.envs.terminal.sandbox import (
+    CommandResult,
+    Sandbox,
+    SandboxLimits,
+    make_episode_dir,
+    remove_episode_dir,
+    require_bwrap,
+)
+
+RUN = ActionSpec(
+    "run",
+    "Run a shell command with bash in the sandbox and see its output.",
+    (Param("command", "str", "The shell command line(s) to run."),),
+)
+READ_FILE = ActionSpec(
+    "read_file",
+    "Read a text file. Relative paths start at /app.",
+    (Param("path", "str", "Path of the file to read."),),
+)
+WRITE_FILE = ActionSpec(
+    "write_file",
+    "Write a text file, replacing it if it exists. Relative paths start at /app.",
+    (Param("path", "str", "Path of the file to write."), Param("content", "str", "The whole new content.")),
+)
+SUBMIT = ActionSpec("submit", "Say that the task is done; the final state of /app is then checked.")
+TERMINAL_ACTIONS = (RUN, READ_FILE, WRITE_FILE, SUBMIT)
+#: Longest command or file content the task accepts (the harness's max_action_chars also applies).
+MAX_COMMAND_CHARS = 1 << 20
+
+
+class Files(dict):
+    """The instance's files: relative path -> text (or bytes); a path ending in ``/`` is a directory."""
+
+
+class TerminalTask(Task):
+    """Base class of the terminal tasks."""
+
+    field_names: ClassVar[tuple[str, ...]] = ("instruction", "result")
+    action_specs: ClassVar[tuple[ActionSpec, ...]] = TERMINAL_ACTIONS
+    max_steps: ClassVar[int] = 8
+    #: Per-command limits (subclasses may relax the timeout, e.g. for git-heavy set-ups).
+    limits: ClassVar[SandboxLimits] = SandboxLimits()
+
+    def __init__(self, shell: str = "fresh") -> None:
+        require_bwrap()
+        self.shell = shell
+        self._root: Path | None = None
+        self._sandbox: Sandbox | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self.instruction = ""
+        self.files: dict[str, Any] = {}
+        self.setup: list[str] = []
+        self.params: dict[str, Any] = {}
+        self.last: dict[str, Any] | None = None
+        self.done = False
+        self.succeeded = False
+        self.oracle_done = False
+        self.history: list[dict[str, Any]] = []
+        self.verdict = ""
+
+    # -- to implement ----------------------------------------------------------------------
+
+    @abstractmethod
+    def build(self, rng: np.random.Generator) -> None:
+        """Set ``self.instruction``, ``self.files``, ``self.params`` (and ``self.setup``)."""
+
+    @abstractmethod
+    def solution(self) -> str:
+        """A shell script that solves the instance (run in /app, in a fresh or persistent shell)."""
+
+    @abstractmethod
+    def verify(self) -> tuple[bool, str]:
+        """Whether the final state of /app solves the task, and why not."""
+
+    # -- helpers for verifiers (host side: no symlink ever followed out of /app) -----------
+
+    @property
+    def app(self) -> Path:
+        assert self._root is not None, "reset() first"
+        return self._root / "app"
+
+    def read(self, rel: str, limit: int = 1 << 20) -> str | None:
+        """Text of a regular file under /app, or ``None`` (missing, not regular, a symlink)."""
+        path = self.app / rel
+        try:
+            real = Path(os.path.realpath(path))
+            if not real.is_relative_to(self.app.resolve()) or path.is_symlink() or not path.is_file():
+                return None
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                return f.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    def exists(self, rel: str) -> bool:
+        return os.path.lexists(self.app / rel)
+
+    def check(self, action: Action) -> str | None:  # noqa: D401 - Task API
+        if self.done:
+            return "the episode is over"
+        for key in ("command", "path", "content"):
+            if key in action.kwargs and len(action[key]) > MAX_COMMAND_CHARS:
+                return f"{key} is longer than {MAX_COMMAND_CHARS} characters"
+        if action.name == "run" and not action["command"].strip():
+            return "empty command: give a shell command to run"
+        if action.name in ("read_file", "write_file") and not action["path"].strip():
+            return "empty path"
+        if "\x00" in "".join(str(v) for _, v in action.args):
+            return "NUL characters cannot appear in a command or file"
+        return None
+
+    def sh(self, command: str, timeout: float | None = None) -> CommandResult:
+        """Run a checking command in the sandbox (fresh shell), e.g. ``git log`` for a verifier."""
+        assert self._sandbox is not None
+        return self._sandbox.run(command, persistent=False, timeout=timeout)
+
+    # -- Task API --------------------------------------------------------------------------
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.close()
+        self._clear()
+        self.build(rng)
+        self._root = make_episode_dir()
+        for rel, content in self.files.items():
+            path = self.app / rel
+            if rel.endswith("/"):
+                path.mkdir(parents=True, exist_ok=True)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        self._sandbox = Sandbox(self._root, self.limits)
+        for command in self.setup:
+            res = self._sandbox.run(command, persistent=False, timeout=30)
+            if res.exit_code != 0:
+                raise RuntimeError(f"{self.task_id}: set-up command failed: {command!r}: {res.stderr}")
+
+    def fields(self) -> dict[str, Any]:
+        return {"instruction": self.instruction, "result": dict(self.last) if self.last else {}}
+
+    def legal_actions(self) -> list[Action]:
+        if self.done:
+            return []
+        actions = [
+            self.oracle(),
+            Action.of("run", command="ls -la"),
+            Action.of("read_file", path=self.peek_file()),
+            Action.of("submit"),
+        ]
+        return list(dict.fromkeys(actions))
+
+    def peek_file(self) -> str:
+        names = sorted(k for k in self.files if not k.endswith("/"))
+        return names[0] if names else "README"
+
+    def step(self, action: Action) -> StepResult:
+        assert self._sandbox is not None
+        record: dict[str, Any] = {"action": action.name}
+        if action.name == "run":
+            res = self._sandbox.run(action["command"], persistent=self.shell == "persistent")
+            notes = []
+            if res.timed_out:
+                notes.append(f"the command timed out after {self.limits.timeout:g} s and was killed")
+            if res.signal:
+                notes.append(f"killed by {res.signal}")
+            if res.binary:
+                notes.append("the output is not valid UTF-8 text; bad bytes are shown as \ufffd")
+            if res.quota_removed:
+                notes.append(f"disk quota exceeded; removed {res.quota_removed}")
+            if res.shell_restarted and self.shell == "persistent":
+                notes.append("the shell was restarted: cwd and variables are reset")
+            self.last = {
+                "kind": "run",
+                "command": action["command"],
+                "stdout": res.stdout,
+                "stderr": res.stderr,
+                "exit_code": res.exit_code,
+                "cwd": res.cwd,
+                "notes": notes,
+            }
+            record.update(res.to_dict(), contained=res.contained)
+            record.pop("stdout"), record.pop("stderr")
+            if action["command"] == self.solution():
+                self.oracle_done = True
+        elif action.name == "read_file":
+            reply = self._sandbox.read_file(action["path"])
+            text = reply.get("content", "") if reply.get("ok") else reply.get("error", "")
+            self.last = {"kind": "read_file", "ok": bool(reply.get("ok")), "text": text}
+            record.update(path=action["path"], ok=bool(reply.get("ok")))
+        elif action.name == "write_file":
+            reply = self._sandbox.write_file(action["path"], action["content"])
+            text = (
+                f"wrote {len(action['content'])} characters to {action['path']}"
+                if reply.get("ok")
+                else reply.get("error", "")
+            )
+            self.last = {"kind": "write_file", "ok": bool(reply.get("ok")), "text": text}
+            record.update(path=action["path"], ok=bool(reply.get("ok")))
+        else:
+            self._sandbox.reset_shell()  # nothing of the agent's runs while the state is checked
+            try:
+                ok, why = self.verify()
+            except Exception as err:  # noqa: BLE001 - a broken state is a failed check, never a crash
+                ok, why = False, f"verifier error: {type(err).__name__}: {err}"
+            self.done, self.succeeded, self.verdict = True, bool(ok), why
+            self.last = {"kind": "submit", "ok": bool(ok), "text": "submitted"}
+            record.update(success=bool(ok), verdict=why)
+        self.history.append(record)
+        return StepResult(float(self.succeeded), self.done, self.succeeded, self.verdict)
+
+    def oracle(self) -> Action:
+        if not self.oracle_done:
+            return Action.of("run", command=self.solution())
+        return Action.of("submit")
+
+    def state(self) -> dict[str, Any]:
+        files = {
+            k: hashlib.sha256(v if isinstance(v, bytes) else v.encode()).hexdigest()[:16]
+            for k, v in sorted(self.files.items())
+        }
+        return {
+            "task": self.task_id,
+            "instruction": self.instruction,
+            "files": files,
+            "setup": self.setup,
+            "params": self.params,
+            "done": self.done,
+            "succeeded": self.succeeded,
+            "oracle_done": self.oracle_done,
+            "steps": len(self.history),
+        }
+
+    # -- snapshots copy the working directory; the persistent shell restarts on restore -----
+
+    def snapshot(self) -> Any:
+        plain = {k: v for k, v in self.__dict__.items() if k not in ("_sandbox", "_root")}
+        tmp = Path(tempfile.mkdtemp(prefix="hg-term-snap-"))
+        if self._root is not None:
+            shutil.copytree(self._root / "app", tmp / "app", symlinks=True)
+        return pickle.dumps(plain), tmp
+
+    def restore(self, snapshot: Any) -> None:
+        blob, tmp = snapshot
+        self.__dict__.update(pickle.loads(blob))
+        if self._root is not None and self._sandbox is not None:
+            self._sandbox.reset_shell()
+            # In place: the sandbox has this very directory bind-mounted as /app.
+            for child in list(self.app.iterdir()):
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+            shutil.copytree(tmp / "app", self.app, symlinks=True, dirs_exist_ok=True)
+            self._sandbox.prepare()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def close(self) -> None:
+        """Kill the sandbox and remove the episode directory."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        if self._root is not None:
+            remove_episode_dir(self._root)
+            self._root = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
