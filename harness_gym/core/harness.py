@@ -29,6 +29,7 @@ from harness_gym.core.tools import (
     ActionError,
     Toolbox,
     preview,
+    reserved_word,
 )
 
 #: Optional harness-provided fields a harness may show after the task's fields.
@@ -205,6 +206,14 @@ class Harness:
         object.__setattr__(self, "drop_tools", tuple(sorted(set(self.drop_tools))))
         for name in ("rename_tools", "rename_args"):
             object.__setattr__(self, name, _renames(name, getattr(self, name)))
+        for name, is_tool in (("rename_tools", True), ("rename_args", False)):
+            for old, new in getattr(self, name):
+                if reserved_word(self.tool_style, new, is_tool):
+                    raise HarnessSpecError(
+                        f"{name} renames {old!r} to {new!r}, a reserved word of the "
+                        f"{self.tool_style!r} tool style, so no action using it could be parsed; "
+                        f"choose another name (e.g. {name}: {{{old}: {new}_}})"
+                    )
         clash = sorted({old for old, _ in self.rename_tools} & set(self.drop_tools))
         if clash:
             raise HarnessSpecError(

@@ -10,9 +10,10 @@ Parsing never raises anything but :class:`ActionError`, whatever the input.
 from __future__ import annotations
 
 import ast
+import bisect
 import json
+import keyword
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,22 @@ SYNONYMS: dict[str, str] = {
 }
 
 
+#: Words a style's syntax reserves: a tool or argument with such a name could never be parsed
+#: (``None(ref=1)`` is not a Python call), so harnesses reject them when they are built. The
+#: other styles read any identifier as a name (a JSON string, an XML tag, a command word).
+RESERVED_WORDS: dict[str, frozenset[str]] = {
+    "json": frozenset(),
+    "python": frozenset(keyword.kwlist),
+    "xml": frozenset(),
+    "command": frozenset(),
+}
+
+
+def reserved_word(style: str, name: str, is_tool: bool = True) -> bool:
+    """Whether ``name`` (of a tool, or of an argument) is reserved by ``style``'s syntax."""
+    return name in RESERVED_WORDS.get(style, frozenset())
+
+
 class ActionError(Exception):
     """Agent output that does not make a legal action. ``kind`` names the problem class."""
 
@@ -52,6 +69,7 @@ class ActionError(Exception):
         "extra_argument",
         "wrong_type",
         "illegal_action",
+        "multiple_actions",
     )
 
     def __init__(self, kind: str, message: str) -> None:
@@ -153,6 +171,17 @@ class Toolbox:
             else:
                 desc, arg_desc = "", tuple("" for _ in spec.params)
             tools.append(Tool(spec, name, args, desc, arg_desc))
+        for tool in tools:
+            shown = [(tool.name, tool.spec.name, True)]
+            shown += [(a, p.name, False) for a, p in zip(tool.arg_names, tool.params)]
+            for name, canonical, is_tool in shown:
+                if reserved_word(style, name, is_tool):
+                    factor = "rename_tools" if is_tool else "rename_args"
+                    raise ValueError(
+                        f"{'tool' if is_tool else 'argument'} name {name!r} is a reserved word of the "
+                        f"{style!r} tool style, so an action using it could never be parsed; "
+                        f"choose another name (e.g. {factor}: {{{canonical}: {name}_}})"
+                    )
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             raise ValueError(f"tool naming {naming!r} gives clashing tool names {names}")
@@ -304,7 +333,18 @@ class Toolbox:
     # -- parsing ------------------------------------------------------------------------
 
     def parse(self, text: str) -> Action:
-        """Parse agent output into a canonical action, or raise :class:`ActionError`."""
+        """Parse agent output into a canonical action, or raise :class:`ActionError`.
+
+        The whole (stripped) text is tried first. If it is not one action, the text is
+        searched for action spans (left to right, non-overlapping, each span skipping what
+        it encloses, such as a fence inside a quoted argument). Strict: several complete
+        actions separated only by whitespace, ``;``, ``,`` or list brackets are a
+        ``multiple_actions`` error; anything else keeps the whole text's error. Lenient: the
+        spans inside code fences if there are any, else all spans; exactly one that parses
+        is the action, two or more are ``multiple_actions``. Names are compared exactly
+        under both parsers (no Unicode normalization): lenient forgives layout, not names.
+        Every step is linear in the length of the text.
+        """
         if not text.strip():
             raise ActionError("empty", "empty action: reply with exactly one tool call")
         if len(text) > self.max_chars:
@@ -318,17 +358,74 @@ class Toolbox:
             "python": self._parse_python,
             "command": self._parse_command,
         }[self.style]
-        if not self.lenient:
+        try:
             return parser(text.strip())
-        first_error: ActionError | None = None
-        for candidate in _lenient_candidates(text, self.style, list(self._by_name)):
-            try:
-                return parser(candidate)
-            except ActionError as err:
-                # Keep the most specific error: a recognised tool beats "malformed".
-                if first_error is None or (first_error.kind == "malformed" != err.kind):
-                    first_error = err
-        raise first_error or ActionError("malformed", f"no action found in {preview(text)}")
+        except ActionError as err:
+            whole = err
+        spans = _action_spans(text, self.style, self._by_name)
+        if not self.lenient:
+            if len(spans) >= 2 and _only_separators(text, spans):
+                parsed = [self._try(parser, text[s:e]) for s, e, _ in spans]
+                if all(isinstance(p, Action) for p in parsed):
+                    raise self._multiple(len(parsed))
+            if whole.kind == "extra_argument" and self.style == "command":
+                count = self._command_count(text.strip())
+                if count >= 2:
+                    raise self._multiple(count)
+            raise whole
+        chosen = [sp for sp in spans if sp[2]] or spans
+        found: list[Action] = []
+        # Keep only the most specific error (a recognised tool beats "malformed"): holding
+        # every error of a long text would keep its frames alive and slow the collector.
+        best = whole
+        first, last = len(text) - len(text.lstrip()), len(text.rstrip())
+        for start, end, _ in chosen:
+            candidate = text[start:end]
+            result = whole if start <= first and end >= last else self._try(parser, candidate)
+            if isinstance(result, Action):
+                found.append(result)
+                continue
+            if best.kind == "malformed" != result.kind:
+                best = result
+            if result.kind == "extra_argument" and self.style == "command":
+                count = self._command_count(candidate)
+                if count >= 2:
+                    raise self._multiple(count)
+        if len(found) >= 2:
+            raise self._multiple(len(found))
+        if found:
+            return found[0]
+        raise best
+
+    @staticmethod
+    def _try(parser: Any, text: str) -> Action | ActionError:
+        try:
+            return parser(text.strip())
+        except ActionError as err:
+            err.__traceback__ = None
+            return err
+
+    @staticmethod
+    def _multiple(count: int) -> ActionError:
+        return ActionError(
+            "multiple_actions",
+            f"found {count} actions; this harness takes exactly one action per turn",
+        )
+
+    def _command_count(self, text: str) -> int:
+        """How many complete commands a command-style line holds (``click 1 click 2`` is 2)."""
+        try:
+            tokens = _split_command(text.strip().lstrip("$> ").strip("`"))
+        except ValueError:
+            return 0
+        count = i = 0
+        while i < len(tokens):
+            tool = self._by_name.get(tokens[i])
+            if tool is None or i + 1 + len(tool.arg_names) > len(tokens):
+                return 0
+            i += 1 + len(tool.arg_names)
+            count += 1
+        return count
 
     def _tool(self, name: Any) -> Tool:
         if not isinstance(name, str) or name not in self._by_name:
@@ -364,7 +461,7 @@ class Toolbox:
                 return value
             if isinstance(value, str) and (from_text or self.lenient):
                 stripped = value.strip()
-                if re.fullmatch(r"[+-]?\d{1,18}", stripped):
+                if re.fullmatch(r"[+-]?[0-9]{1,18}", stripped):
                     return int(stripped)
             raise ActionError(
                 "wrong_type",
@@ -383,7 +480,14 @@ class Toolbox:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as err:
-            raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
+            data = None
+            if self.lenient and "," in text:
+                try:
+                    data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+                except (ValueError, RecursionError):
+                    pass
+            if data is None:
+                raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
         if not isinstance(data, dict) or "name" not in data:
             raise ActionError(
                 "malformed",
@@ -414,7 +518,10 @@ class Toolbox:
             raise ActionError("malformed", f"not a Python call: {preview(text)}") from None
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             raise ActionError("malformed", f"expected a call like tool(arg=...), got {preview(text)}")
-        tool = self._tool(node.func.id)
+        # Python folds identifiers to NFKC (a full-width name reads as the ASCII one); the
+        # harness accepts only the names it wrote, so compare the text as written.
+        rows = None if text.isascii() else re.split(rb"\r\n|\r|\n", text.encode("utf-8", "surrogatepass"))
+        tool = self._tool(_written(rows, node.func, node.func.id))
         given: dict[str, Any] = {}
         if node.args:
             if not self.lenient:
@@ -431,35 +538,45 @@ class Toolbox:
         for kw in node.keywords:
             if kw.arg is None:
                 raise ActionError("malformed", "**kwargs are not allowed in an action")
-            given[kw.arg] = _literal(kw.value)
+            name = _written(rows, kw, kw.arg)
+            if name in given:
+                raise ActionError("malformed", f"argument {preview(name)} given twice")
+            given[name] = _literal(kw.value)
         return self._build(tool, given, from_text=False)
 
     def _parse_xml(self, text: str) -> Action:
-        match = _XML_CALL.fullmatch(text)
-        if match is None:
+        text = text.strip()
+        head = _XML_OPEN.match(text)
+        if head is None or not text.endswith(f"</{head.group(1)}>"):
             raise ActionError(
                 "malformed", f"expected one element like <tool><arg>value</arg></tool>, got {preview(text)}"
             )
-        tool = self._tool(match.group(1))
+        tool = self._tool(head.group(1))
+        body = text[head.end() : len(text) - len(head.group(1)) - 3]
         given: dict[str, Any] = {}
-        body = match.group(2)
         pos = 0
-        for arg in _XML_ARG.finditer(body):
+        while True:
+            arg = _XML_OPEN.search(body, pos)
+            if arg is None:
+                break
             if body[pos : arg.start()].strip():
                 raise ActionError(
                     "malformed", f"unexpected text inside <{tool.name}>: {preview(body[pos : arg.start()])}"
                 )
+            close = body.find(f"</{arg.group(1)}>", arg.end())
+            if close < 0:
+                raise ActionError("malformed", f"element <{preview(arg.group(1))}> is not closed")
             if arg.group(1) in given:
                 raise ActionError("malformed", f"argument {arg.group(1)!r} given twice")
-            given[arg.group(1)] = _xml_unescape(arg.group(2))
-            pos = arg.end()
+            given[arg.group(1)] = _xml_unescape(body[arg.end() : close])
+            pos = close + len(arg.group(1)) + 3
         if body[pos:].strip():
             raise ActionError("malformed", f"unexpected text inside <{tool.name}>: {preview(body[pos:])}")
         return self._build(tool, given, from_text=True)
 
     def _parse_command(self, text: str) -> Action:
         try:
-            tokens = shlex.split(text, posix=True)
+            tokens = _split_command(text)
         except ValueError as err:
             raise ActionError("malformed", f"cannot split command ({err}): {preview(text)}") from None
         if not tokens:
@@ -475,8 +592,7 @@ class Toolbox:
         return self._build(tool, dict(zip(tool.arg_names, values)), from_text=True)
 
 
-_XML_CALL = re.compile(r"\s*<([A-Za-z_][\w.-]*)>(.*)</\1>\s*", re.S)
-_XML_ARG = re.compile(r"<([A-Za-z_][\w.-]*)>(.*?)</\1>", re.S)
+_XML_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)>")
 _XML_ENTITY = re.compile(r"&(#x[0-9A-Fa-f]{1,6}|#\d{1,7}|lt|gt|amp|quot|apos);")
 _XML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 _SHELL_SAFE = re.compile(r"[\w@%+=:,./-]+\Z", re.ASCII)
@@ -533,73 +649,250 @@ def _ordered(tools: list[Tool], order: str | Sequence[str], known: Sequence[str]
     return [by_name[n] for n in wanted if n in by_name]
 
 
-_FENCE = re.compile(r"```[\w-]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_SEPARATORS = re.compile(r"[\s;,\[\]]*\Z")
+_COMMAND_PREFIX = " \t$>`"
 
 
-def _lenient_candidates(text: str, style: str, names: list[str]) -> list[str]:
-    """Substrings of ``text`` worth trying, best first: fenced blocks, then spans found in prose."""
-    sources = [m.group(1).strip() for m in _FENCE.finditer(text)] + [text.strip()]
-    out: list[str] = []
-    for source in sources:
-        out.append(source)
-        if style == "json":
-            out.extend(_json_objects(source))
-        elif style == "python":
-            out.extend(_call_spans(source, names))
-        elif style == "xml":
-            for m in re.finditer(r"<([A-Za-z_][\w.-]*)>.*?</\1>", source, re.S):
-                if m.group(1) in names:
-                    out.append(m.group(0))
+def _written(rows: list[bytes] | None, node: ast.AST, parsed: str) -> str:
+    """An identifier as the text writes it: ``ast`` folds names to NFKC, so a full-width
+    ``ｃｌｉｃｋ`` reads as ``click``; the harness accepts only the names it wrote.
+
+    ``rows`` are the text's lines as UTF-8 (``ast`` offsets are in bytes), or ``None`` for
+    ASCII text, which cannot fold.
+    """
+    if rows is None:
+        return parsed
+    row = rows[node.lineno - 1]  # type: ignore[attr-defined]
+    if isinstance(node, ast.keyword):
+        raw = row[node.col_offset :].split(b"=", 1)[0]
+    else:
+        raw = row[node.col_offset : node.end_col_offset]  # type: ignore[attr-defined]
+    return raw.decode("utf-8", "replace").strip()
+
+
+_SHELL_SPACE = " \t\r\n"
+_SHELL_WORD_END = _SHELL_SPACE + "'\"\\"
+
+
+def _split_command(text: str) -> list[str]:
+    """Split a command line into words as ``shlex.split`` does (POSIX quotes and backslashes).
+
+    Written out because it must run in linear time with small constants on any input.
+    """
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _SHELL_SPACE:
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            i += 1
+            continue
+        in_word = True
+        if ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ValueError("No closing quotation")
+            current.append(text[i + 1 : end])
+            i = end + 1
+        elif ch == '"':
+            i += 1
+            while True:
+                stop = _DQUOTE_STOP.search(text, i)
+                if stop is None:
+                    raise ValueError("No closing quotation")
+                current.append(text[i : stop.start()])
+                i = stop.start()
+                if text[i] == '"':
+                    i += 1
+                    break
+                if i + 1 < n and text[i + 1] in '"\\':
+                    current.append(text[i + 1])
+                else:
+                    current.append(text[i : i + 2])
+                i += 2
+        elif ch == "\\":
+            if i + 1 >= n:
+                raise ValueError("No escaped character")
+            current.append(text[i + 1])
+            i += 2
         else:
-            lines = source.splitlines()
-            for i, line in enumerate(lines):
-                line = line.strip().lstrip("$>` ").rstrip("`")
-                head = line.split(" ", 1)[0]
-                if head in names:
-                    out.append(line)
-                    out.append("\n".join([line, *lines[i + 1 :]]))
-    seen: set[str] = set()
-    return [c for c in out if not (c in seen or seen.add(c))][:32]
+            m = _SHELL_RUN.match(text, i)
+            current.append(m.group(0))  # type: ignore[union-attr]
+            i = m.end()  # type: ignore[union-attr]
+    if in_word:
+        words.append("".join(current))
+    return words
 
 
-def _json_objects(text: str) -> list[str]:
-    """JSON objects embedded in prose, with trailing commas removed."""
-    decoder = json.JSONDecoder()
-    found = []
-    for start in [m.start() for m in re.finditer(r"\{", text)][:16]:
-        chunk = text[start:]
-        for variant in (chunk, _TRAILING_COMMA.sub(r"\1", chunk)):
-            try:
-                _, end = decoder.raw_decode(variant)
-            except (ValueError, RecursionError):
+_DQUOTE_STOP = re.compile(r'["\\]')
+_SHELL_RUN = re.compile(r"[^ \t\r\n'\"\\]+")
+
+
+def _fences(text: str) -> list[tuple[int, int]]:
+    """Regions between pairs of triple backticks, found with one forward scan."""
+    regions, pos = [], 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return regions
+        end = text.find("```", start + 3)
+        if end < 0:
+            return regions
+        regions.append((start + 3, end))
+        pos = end + 3
+
+
+def _skip_quoted(text: str, i: int, quote: str, escapes: bool = True) -> int:
+    """Index just past the quote closing the one at ``i`` (with backslash escapes), or -1."""
+    j = i + 1
+    while True:
+        k = text.find(quote, j)
+        if k < 0:
+            return -1
+        if not escapes:
+            return k + 1
+        backslashes = 0
+        while text[k - 1 - backslashes] == "\\" and k - 1 - backslashes > i:
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return k + 1
+        j = k + 1
+
+
+def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
+    """End of the bracketed group opened at ``start`` (quote-aware), or -1 if it never closes."""
+    depth, i, n = 0, start, len(text)
+    special = re.compile("[" + re.escape(opener + closer) + "'\"]")
+    while i < n:
+        m = special.search(text, i)
+        if m is None:
+            return -1
+        ch, i = m.group(0), m.start()
+        if ch in "'\"":
+            i = _skip_quoted(text, i, ch)
+            if i < 0:
+                return -1
+            continue
+        depth += 1 if ch == opener else -1
+        i += 1
+        if depth == 0:
+            return i
+    return -1
+
+
+def _action_spans(text: str, style: str, tools: Mapping[str, Tool]) -> list[tuple[int, int, bool]]:
+    """Non-overlapping spans of ``text`` that look like one action each: (start, end, fenced).
+
+    One left-to-right pass: a span skips everything it encloses (so a fence or a call inside
+    a quoted argument is not a second action), and a group that never closes ends the scan,
+    which keeps the work linear in the length of the text.
+    """
+    spans: list[tuple[int, int]] = []
+    names = sorted(tools, key=len, reverse=True)
+    if not names:
+        return []
+    if style == "json":
+        pos = 0
+        while (start := text.find("{", pos)) >= 0:
+            end = _balanced_end(text, start, "{", "}")
+            if end < 0:
+                break
+            spans.append((start, end))
+            pos = end
+    elif style == "python":
+        head = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, names)) + r")[ \t]*\(")
+        pos = 0
+        while (m := head.search(text, pos)) is not None:
+            end = _balanced_end(text, m.end() - 1, "(", ")")
+            if end < 0:
+                break
+            spans.append((m.start(), end))
+            pos = end
+    elif style == "xml":
+        head = re.compile("<(" + "|".join(map(re.escape, names)) + ")>")
+        closings: dict[str, list[int]] = {}
+        pos = 0
+        while (m := head.search(text, pos)) is not None:
+            name = m.group(1)
+            if name not in closings:
+                closings[name] = [c.start() for c in re.finditer(re.escape(f"</{name}>"), text)]
+            found = closings[name]
+            k = bisect.bisect_left(found, m.end())
+            if k == len(found):
+                pos = m.end()
                 continue
-            found.append(variant[:end])
-            break
-    return found
+            end = found[k] + len(name) + 3
+            spans.append((m.start(), end))
+            pos = end
+    else:
+        pos, n = 0, len(text)
+        unclosed: dict[str, int] = {}
+        while pos < n:
+            line_end = text.find("\n", pos)
+            line_end = n if line_end < 0 else line_end
+            start = pos
+            while start < line_end and text[start] in _COMMAND_PREFIX:
+                start += 1
+            word_end = start
+            while word_end < line_end and not text[word_end].isspace() and text[word_end] not in ";`":
+                word_end += 1
+            if text[start:word_end] not in tools:
+                pos = line_end + 1
+                continue
+            end = _command_end(text, word_end, unclosed)
+            spans.append((start, end))
+            pos = end + 1
+    fences = _fences(text)
+    out = []
+    for start, end in spans:
+        while end > start and text[end - 1] in " \t`":
+            end -= 1
+        k = bisect.bisect_right(fences, (start, len(text) + 1)) - 1
+        fenced = k >= 0 and fences[k][0] <= start and end <= fences[k][1]
+        out.append((start, end, fenced))
+    return out
 
 
-def _call_spans(text: str, names: list[str]) -> list[str]:
-    """Python call expressions ``name(...)`` embedded in prose."""
-    spans = []
-    for name in names:
-        for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\s*\(", text):
-            depth, quote, i = 0, "", m.end() - 1
-            while i < len(text):
-                ch = text[i]
-                if quote:
-                    if ch == "\\":
-                        i += 1
-                    elif ch == quote:
-                        quote = ""
-                elif ch in "'\"":
-                    quote = ch
-                elif ch == "(":
-                    depth += 1
-                elif ch == ")":
-                    depth -= 1
-                    if depth == 0:
-                        spans.append(text[m.start() : i + 1])
-                        break
-                i += 1
-    return spans
+def _command_end(text: str, i: int, unclosed: dict[str, int]) -> int:
+    """End of the command whose name ends at ``i``: the first unquoted newline, ``;`` or ``&&``.
+
+    A quote that never closes ends the command at its line. ``unclosed`` remembers, per
+    quote character, a position from which no closing quote exists, so later lines do not
+    search again (that would be quadratic).
+    """
+    n = len(text)
+    special = re.compile(r"[\n;&'\"\\]")
+    while i < n:
+        m = special.search(text, i)
+        if m is None:
+            return n
+        ch, i = m.group(0), m.start()
+        if ch in "\n;" or (ch == "&" and text.startswith("&&", i)):
+            return i
+        if ch == "&":
+            i += 1
+        elif ch == "\\":
+            i += 2
+        else:
+            end = -1 if i >= unclosed.get(ch, n + 1) else _skip_quoted(text, i, ch, escapes=ch == '"')
+            if end < 0:
+                unclosed[ch] = min(i, unclosed.get(ch, n + 1))
+                line_end = text.find("\n", i)
+                return n if line_end < 0 else line_end
+            i = end
+    return n
+
+
+def _only_separators(text: str, spans: list[tuple[int, int, bool]]) -> bool:
+    """Whether nothing but whitespace, ``;``, ``,`` and list brackets lies around the spans."""
+    pos = 0
+    for start, end, _ in spans:
+        if not _SEPARATORS.match(text[pos:start]):
+            return False
+        pos = end
+    return bool(_SEPARATORS.match(text[pos:]))
