@@ -13,15 +13,19 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import logging
 import mimetypes
 import os
 import re
+import sys
 import threading
 import urllib.parse
 from pathlib import Path
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
 _SPECIAL = re.compile(r"common/special/([A-Za-z0-9_-]+)")
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'harness-gym[browser]'  (or: pip install miniwob playwright)"
 
@@ -143,6 +147,24 @@ class _AssetHandler(http.server.BaseHTTPRequestHandler):
         """Quiet: no line on stderr per request."""
 
 
+#: Errors that mean the client went away mid-request: normal when Chromium cancels a load,
+#: navigates or closes, so they are logged at debug level rather than printed.
+DROPPED = (ConnectionError, TimeoutError)
+
+
+class _AssetServer(http.server.ThreadingHTTPServer):
+    """The asset server: a dropped connection is a debug log line, not a traceback on stderr."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, DROPPED):
+            log.debug("asset server: %s dropped the connection (%r)", client_address, error)
+            return
+        super().handle_error(request, client_address)  # a real fault: keep the traceback
+
+
 _server: tuple[int, str] | None = None  # (pid that started it, base URL)
 _server_lock = threading.Lock()
 
@@ -156,8 +178,7 @@ def server_url() -> str:
     global _server
     with _server_lock:
         if _server is None or _server[0] != os.getpid():
-            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AssetHandler)
-            server.daemon_threads = True
+            server = _AssetServer(("127.0.0.1", 0), _AssetHandler)
             threading.Thread(target=server.serve_forever, name="miniwob-assets", daemon=True).start()
             _server = (os.getpid(), f"http://127.0.0.1:{server.server_address[1]}")
         return _server[1]
