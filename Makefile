@@ -55,6 +55,8 @@ bench: setup
 	$(BIN)/python benchmarks/designs.py
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/browser_throughput.py
+	$(BIN)/python benchmarks/terminal_throughput.py
+	$(BIN)/python benchmarks/llm_rollouts.py
 
 lint: setup
 	$(BIN)/ruff check .
