@@ -269,3 +269,26 @@ def test_greedy_server_equals_in_process(server_backend: OpenAIBackend, local_ba
     assert all(c.error_kind is None for c in served + local)
     assert [c.text for c in served] == [c.text for c in local]
     assert [c.prompt_tokens for c in served] == [c.prompt_tokens for c in local]
+
+
+@pytest.mark.parametrize("arguments", ["{ref: 2", ""], ids=["not-json", "empty"])
+def test_transcript_keeps_working_after_a_bad_native_call(
+    server_backend: OpenAIBackend, local_backend: Any, arguments: str
+) -> None:
+    """A native call whose arguments are not JSON stays in the transcript (as the model wrote it);
+    the requests that follow are still served, by the server and in process alike."""
+    from harness_gym.llm.types import Completion, ToolCall
+
+    for backend in (server_backend, local_backend):
+        env = _env("ClickButton", tool_channel="native", context="transcript", history_window="all")
+        agent = LLMAgent(env, backend, sampling=Sampling(max_tokens=24))
+        obs, info = env.reset(seed=9)
+        agent.reset(9)
+        agent.request(obs, info)
+        text = agent.receive(Completion(tool_calls=[ToolCall("click", arguments)]))  # the model's bad call
+        obs, _, _, _, info = env.step(text)
+        assert info["invalid_actions"] == 1  # malformed ("{ref: 2") or missing_argument ("" reads as {})
+        agent.act(obs, info)
+        request = agent.completions[-1]
+        assert request.error_kind is None, (backend.kind, request.error)
+        assert request.completion_tokens and request.completion_tokens > 0
