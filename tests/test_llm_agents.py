@@ -120,6 +120,17 @@ def test_seeded_sampling_reproduces_across_processes() -> None:
     assert runs[0]["first"] != runs[0]["other"]  # the seeds matter (it is sampling, not greedy)
 
 
+def test_sampling_leaves_the_callers_random_state_alone(local_backend: Any) -> None:
+    import torch
+
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    [first] = local_backend.complete(_first_requests(1, max_tokens=4, temperature=0.8))
+    assert torch.equal(torch.random.get_rng_state(), before)
+    [again] = local_backend.complete(_first_requests(1, max_tokens=4, temperature=0.8))
+    assert first.text == again.text  # the batch's own seed decides the sample
+
+
 def test_prompt_over_context_is_refused_without_generating(
     local_backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

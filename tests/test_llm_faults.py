@@ -670,3 +670,34 @@ def test_good_spec_builds_an_agent_that_reaches_the_server(stand_in: StandIn, tm
     assert (sent["temperature"], sent["max_tokens"], sent["model"]) == (0.5, 9, "stand-in")
     assert sent["seed"] == Sampling(seed=4).request_seed(0, 0)
     assert agent.name == spec.text and agent.cache.root == tmp_path
+
+
+def test_408_is_a_retried_timeout(stand_in: StandIn, make_backend) -> None:
+    stand_in.script = [status(408, {"error": {"message": "request timed out"}}), ok("second try")]
+    [c] = make_backend(stand_in.base_url, retries=2).complete([REQUEST])
+    assert (c.text, c.error_kind, c.attempts, stand_in.count) == ("second try", None, 2, 2)
+    stand_in.script = [status(408, {"error": {"message": "request timed out"}})] * 3
+    [c] = make_backend(stand_in.base_url, retries=1).complete([REQUEST])
+    assert c.error_kind == "timeout" and c.attempts == 2 and "408" in (c.error or "")
+
+
+class _ShortBackend:
+    """A broken backend that drops a completion: replies must not slide to other episodes."""
+
+    kind, model_id, supports_grammar = "broken", "m", False
+
+    def complete(self, requests: list) -> list:
+        from harness_gym.llm.types import Completion
+
+        return [Completion(text='{"name": "click", "arguments": {"ref": 2}}')] * (len(requests) - 1)
+
+
+def test_a_backend_that_loses_a_completion_fails_every_reply_of_the_batch() -> None:
+    backend = _ShortBackend()
+    envs = [_env("text", "feedback") for _ in range(3)]
+    agents = [LLMAgent(env, backend) for env in envs]
+    observations, infos = zip(*(env.reset(seed=i) for i, env in enumerate(envs)))
+    texts = LLMAgent.act_batch(agents, list(observations), list(infos))
+    assert texts == ["", "", ""]
+    for agent in agents:
+        assert agent.episode_record()["llm_errors"] == {"malformed_response": 1}

@@ -100,7 +100,14 @@ class LLMAgent:
                 by_backend.setdefault(id(agent.backend), []).append(k)
         for indices in by_backend.values():
             backend = agents[indices[0]].backend
-            answers = backend.complete([requests[k] for k in indices])
+            answers = list(backend.complete([requests[k] for k in indices]))
+            if len(answers) != len(indices):  # a broken backend: never misalign replies
+                lost = Completion(
+                    error_kind="malformed_response",
+                    error=f"the {backend.kind} backend returned {len(answers)} completions for "
+                    f"{len(indices)} requests",
+                )
+                answers = [lost] * len(indices)
             for k, completion in zip(indices, answers):
                 completions[k] = completion
                 if agents[k].cache is not None:

@@ -131,6 +131,8 @@ class OpenAIBackend:
 def _status_error(err: Any) -> Completion:
     status = int(getattr(err, "status_code", 0) or 0)
     message = _error_message(err)
+    if status == 408:  # the server's own request timeout: as retryable as ours
+        return Completion(error_kind="timeout", error=f"HTTP 408: {message}")
     if status == 429:
         return Completion(error_kind="http_429", error=f"HTTP 429 (rate limited): {message}")
     if status >= 500:

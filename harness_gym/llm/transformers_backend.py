@@ -114,14 +114,22 @@ class TransformersBackend:
                 "pad_token_id": self.tokenizer.pad_token_id,
                 "eos_token_id": self.tokenizer.eos_token_id,
             }
-            if s.temperature > 0:
-                seeds = [requests[i].seed or 0 for i in fit]
-                torch.manual_seed(hash_seeds(seeds))
+            sampled = s.temperature > 0
+            if sampled:
                 kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
             else:
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-            with torch.inference_mode():
-                generated = self.model.generate(**enc, **kwargs)
+            # generate() samples from torch's global generator: seed it for this batch and
+            # give the caller's random state back afterwards.
+            saved = torch.random.get_rng_state() if sampled else None
+            try:
+                if sampled:
+                    torch.manual_seed(hash_seeds([requests[i].seed or 0 for i in fit]))
+                with torch.inference_mode():
+                    generated = self.model.generate(**enc, **kwargs)
+            finally:
+                if saved is not None:
+                    torch.random.set_rng_state(saved)
             new = generated[:, enc["input_ids"].shape[1] :]
             elapsed = time.perf_counter() - start
             for row, i in enumerate(fit):

@@ -28,10 +28,7 @@ TRANSPORT_ERRORS = (
     "empty_choices",  # a completion with no choices
 )
 #: Error kinds where the model (or the harness's prompt) is at fault, not the transport.
-MODEL_ERRORS = (
-    "context_length",  # the prompt does not fit the model's context window
-    "bad_tool_call",  # a native tool call that is not a call (no name)
-)
+MODEL_ERRORS = ("context_length",)  # the prompt does not fit the model's context window
 
 
 @dataclass(frozen=True)
