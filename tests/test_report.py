@@ -132,7 +132,7 @@ def test_cli_report(report, tmp_path: Path) -> None:  # noqa: ANN001
     )
     assert "wrote" in out.getvalue() and (tmp_path / "r" / "report.html").exists()
     assert (tmp_path / "r" / "report.md").read_text().startswith("# T\n")
-    with pytest.raises(SystemExit, match="^error: .* is not a sweep folder"):
+    with pytest.raises(SystemExit, match="^harness-gym: error: .* is not a sweep folder"):
         cli_sweep.main(["report", str(tmp_path / "nothing")])
     with pytest.raises(SweepError):
         build_report(tmp_path / "nothing")

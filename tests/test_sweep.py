@@ -208,7 +208,7 @@ def test_unknown_factor_or_level_in_space(tmp_path: Path, yaml: str, message: st
         small_spec(space=str(path))
     with pytest.raises(SystemExit) as info:
         cli_sweep.main(["sweep", "--agent", "random", "--space", str(path), "--out", str(tmp_path / "o")])
-    assert str(info.value).startswith("error: ") and message in str(info.value)
+    assert str(info.value).startswith("harness-gym: error: ") and message in str(info.value)
 
 
 def test_agent_forms(agents_file: Path) -> None:
@@ -290,7 +290,7 @@ def test_folder_of_another_sweep_is_a_clear_error(tmp_path: Path) -> None:
     before = (tmp_path / ROWS_JSONL).read_text()
     with pytest.raises(SweepError, match=r"holds rows of another sweep .* differ in seeds"):
         run_sweep(small_spec(seeds=3), tmp_path, workers=0, progress=False)
-    with pytest.raises(SystemExit, match="error: .* holds rows of another sweep"):
+    with pytest.raises(SystemExit, match="^harness-gym: error: .* holds rows of another sweep"):
         cli_sweep.main(["sweep", "--agent", "oracle", "--out", str(tmp_path), "--quiet"])
     assert (tmp_path / ROWS_JSONL).read_text() == before  # nothing lost
     # Rows without a sweep.json are checked too.
@@ -437,7 +437,7 @@ def test_cli_sweep_prints_the_side_by_side_table(tmp_path: Path) -> None:
     assert "ceiling" in text and "deployed" in text and "mismatch" in text
     assert f"next: harness-gym report {tmp_path}" in text
     for unknown in (["--agent", "nope"], ["--agent", "random", "--tasks", "Nope"]):
-        with pytest.raises(SystemExit, match="^error: unknown"):
+        with pytest.raises(SystemExit, match="^harness-gym: error: unknown"):
             cli_sweep.main(["sweep", *unknown, "--out", str(tmp_path / "x")])
 
 

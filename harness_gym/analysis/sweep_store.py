@@ -197,7 +197,13 @@ def read_meta(out_dir: str | Path) -> dict[str, Any]:
     path = Path(out_dir) / SWEEP_FILE
     if not path.exists():
         raise SweepError(f"{out_dir} is not a sweep folder (no {SWEEP_FILE}); run `harness-gym sweep` first")
-    return json.loads(path.read_text())
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SweepError(f"{path} is corrupt ({err}); rerun the sweep with --overwrite") from None
+    if not isinstance(meta, dict):
+        raise SweepError(f"{path} is corrupt (a {type(meta).__name__}, not a JSON object)")
+    return meta
 
 
 def load_rows(out_dir: str | Path) -> Any:

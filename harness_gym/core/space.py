@@ -307,10 +307,19 @@ class HarnessSpace:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HarnessSpace:
+        if not isinstance(data, Mapping):
+            raise HarnessSpecError(
+                f"a space file holds a mapping with keys 'factors' and 'base', got a {type(data).__name__}"
+            )
         unknown = set(data) - {"base", "factors"}
         if unknown or "factors" not in data:
             raise HarnessSpecError(
                 f"a space file has keys 'factors' (required) and 'base'; got {sorted(data)}"
+            )
+        if not isinstance(data["factors"], Mapping):
+            raise HarnessSpecError(
+                "a space file's 'factors' maps factor names to lists of levels, "
+                f"e.g. {{'obs_format': ['json', 'yaml']}}; got a {type(data['factors']).__name__}"
             )
         return cls(dict(data["factors"]), Harness.from_dict(data.get("base") or {}))
 
@@ -321,14 +330,22 @@ class HarnessSpace:
 
     @classmethod
     def from_yaml(cls, source: str | Path) -> HarnessSpace:
+        """Load from a YAML file path (``.yaml`` / ``.yml`` or a :class:`~pathlib.Path`) or YAML text.
+
+        Text that is not UTF-8 or not valid YAML is a :class:`HarnessSpecError` naming the file;
+        a missing or unreadable file is the :class:`OSError` of reading it."""
         import yaml
 
-        text = (
-            Path(source).read_text()
-            if isinstance(source, Path) or str(source).endswith((".yaml", ".yml"))
-            else str(source)
-        )
-        return cls.from_dict(yaml.safe_load(text) or {})
+        is_path = isinstance(source, Path) or str(source).endswith((".yaml", ".yml"))
+        where = f"space file {source}" if is_path else "space YAML"
+        try:
+            text = Path(source).read_text(encoding="utf-8") if is_path else str(source)
+            data = yaml.safe_load(text)
+        except UnicodeDecodeError as err:
+            raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+        except yaml.YAMLError as err:
+            raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
+        return cls.from_dict(data or {})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_yaml())

@@ -1,0 +1,317 @@
+"""What every verb of ``harness-gym`` shares: argument types, env ids, output paths, tables, and
+the one place where errors become ``harness-gym: error: <one line>`` on stderr.
+
+Exit codes: 0 success; 1 ``check`` found harnesses that break the contract; 2 an error of the
+user's (bad arguments, unknown ids, unreadable or invalid files, unwritable output); 3 an
+unexpected error (a bug: rerun with ``--debug`` for the traceback); 130 interrupted.
+Tracebacks are printed only with ``harness-gym --debug``.
+
+Nothing outside ``harness_gym.cli`` imports this module: the verbs call into ``analysis``,
+``baselines``, ``core`` and ``llm``, never the other way round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+PROG = "harness-gym"
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_ERROR = 2
+EXIT_UNEXPECTED = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+class CommandError(Exception):
+    """A mistake of the user's found while a verb runs; its message is the line printed."""
+
+
+class UsageError(CommandError):
+    """A command line argparse rejects (printed as one line, even with ``--debug``)."""
+
+
+class CLIExit(SystemExit):
+    """Raised once the error line went to stderr: ``code`` is the exit code, ``str()`` the line."""
+
+    def __init__(self, line: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(code)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "the input was wrong", not "the code is wrong"."""
+    import gymnasium
+
+    from harness_gym.analysis.agent_spec import AgentSpecError
+    from harness_gym.analysis.sweep_spec import SweepError
+    from harness_gym.core.harness import HarnessSpecError  # CoverageError is one
+    from harness_gym.llm.embedded import EmbeddedModelError
+    from harness_gym.llm.spec import LLMSpecError
+
+    kinds: list[type[BaseException]] = [
+        CommandError,
+        HarnessSpecError,
+        AgentSpecError,
+        LLMSpecError,
+        SweepError,
+        EmbeddedModelError,
+        OSError,
+        UnicodeError,
+        json.JSONDecodeError,
+        gymnasium.error.Error,
+    ]
+    try:
+        import yaml
+
+        kinds.append(yaml.YAMLError)
+    except ImportError:  # pragma: no cover - yaml is a dependency
+        pass
+    return tuple(kinds)
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (OS errors as ``PATH: reason``)."""
+    if isinstance(err, OSError) and err.strerror and err.filename is not None:
+        text = f"{err.filename}: {err.strerror}"
+        if err.filename2 is not None:
+            text += f" (and {err.filename2})"
+    else:
+        text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    return " ".join(text.split()) or type(err).__name__
+
+
+def fail(message: str, code: int = EXIT_ERROR, err: TextIO | None = None) -> CLIExit:
+    """Print ``harness-gym: error: MESSAGE`` (one line) and return the exit to raise."""
+    line = f"{PROG}: error: {' '.join(message.split())}"
+    stream = err or sys.stderr
+    stream.write(line + "\n")
+    stream.flush()
+    return CLIExit(line, code)
+
+
+def run_guarded(command: Callable[[], int], debug: bool | Callable[[], bool] = False) -> int:
+    """Run one verb; turn the package's errors into one line on stderr and exit code 2.
+
+    This is the one place the CLI handles errors. With ``debug`` (a flag, or a function asked
+    when an error happens) the original exception propagates (a traceback); bad command lines
+    are one line either way."""
+    if callable(debug):
+        is_debug = debug
+    else:
+
+        def is_debug() -> bool:
+            return bool(debug)
+
+    try:
+        return command()
+    except CLIExit:
+        raise
+    except BrokenPipeError as exc:
+        if exc.filename is not None or is_debug():
+            raise
+        _quiet_stdout()  # the reader (`| head`) left: stop quietly, as Unix tools do
+        raise CLIExit("", EXIT_BROKEN_PIPE) from None
+    except UsageError as exc:
+        raise fail(one_line(exc)) from None
+    except KeyboardInterrupt:
+        if is_debug():
+            raise
+        raise fail("interrupted", EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if is_debug():
+            raise
+        if isinstance(exc, user_errors()):
+            raise fail(one_line(exc)) from None
+        raise fail(
+            f"unexpected {type(exc).__name__}: {one_line(exc)} "
+            f"(rerun with `{PROG} --debug ...` for the traceback)",
+            EXIT_UNEXPECTED,
+        ) from None
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (tests capture it)
+        pass
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line through :func:`run_guarded`."""
+
+    def error(self, message: str) -> Any:  # argparse's signature returns NoReturn
+        verb = self.prog.removeprefix(PROG).strip()
+        where = f"{verb}: " if verb else ""
+        raise UsageError(f"{where}{message} (see `{self.prog} --help`)")
+
+
+# -- argument types -----------------------------------------------------------------------------
+
+
+def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
+    """An argparse ``type=``: an integer ``>= low`` (the error names the bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}{what}, got {value}")
+        return value
+
+    parse.__name__ = f"int>={low}"
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
+seed_int = int_at_least(0, " (seeds are non-negative)")
+
+
+# -- env ids, harnesses, files ------------------------------------------------------------------
+
+
+def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
+    """Expand ``all`` and glob patterns over registered ids; exact ids pass through."""
+    from harness_gym.core.registry import registered_env_ids
+
+    known = registered_env_ids()
+    out: list[str] = []
+    for pattern in patterns:
+        if pattern == "all":
+            matches = known
+        elif any(ch in pattern for ch in "*?["):
+            matches = [i for i in known if fnmatch.fnmatchcase(i, pattern)]
+        else:
+            matches = [require_env_id(pattern)]
+        if not matches:
+            raise CommandError(f"no registered env matches {pattern!r}; run `{PROG} list envs` for the ids")
+        out.extend(m for m in matches if m not in out)
+    return out
+
+
+def require_env_id(env_id: str) -> str:
+    """``env_id`` if it is registered, else a :class:`CommandError` naming where the ids are."""
+    import gymnasium as gym
+
+    if env_id not in gym.registry:
+        raise CommandError(
+            f"unknown env id {env_id!r}. Run `{PROG} list envs` for the ids; "
+            f"globs such as 'harness_gym/ClickButton-*' work too."
+        )
+    return env_id
+
+
+def make_env(env_id: str, harness: str | None = None) -> Any:
+    """``gym.make(env_id)``, with its harness replaced when ``harness`` is given."""
+    import gymnasium as gym
+
+    return gym.make(env_id) if harness is None else gym.make(env_id, harness=harness)
+
+
+def json_object(text: str, flag: str) -> dict[str, Any]:
+    """Parse a JSON-object option such as ``--hyperparams``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CommandError(f"{flag} must be a JSON object: {err}") from None
+    if not isinstance(value, dict):
+        raise CommandError(f"{flag} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A user file holding one JSON object; every way it can be wrong is a :class:`CommandError`."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        reason = f"not UTF-8 text ({err.reason} at byte {err.start})"
+        raise CommandError(f"{what} {path} is corrupt: {reason}") from None
+    except json.JSONDecodeError as err:
+        raise CommandError(f"{what} {path} is corrupt: not valid JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise CommandError(f"{what} {path} is corrupt: a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _existing_ancestor(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            return parent
+    return Path(".")
+
+
+def _check_writable_under(path: Path, flag: str) -> None:
+    ancestor = _existing_ancestor(path.absolute())
+    if not ancestor.is_dir():
+        raise CommandError(f"{flag} {path} is under {ancestor}, which is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise CommandError(f"{flag} {path} cannot be written: {ancestor} is not writable")
+    try:  # the OS has the last word (read-only mounts, root on /sys)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CommandError(f"{flag} {path} cannot be written: {one_line(err)}") from None
+
+
+def output_file(path: str | Path, flag: str = "--out") -> Path:
+    """Check an output file can be written before any work is done; make its folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise CommandError(f"{flag} {path} is a folder; give a file name such as {path / 'rows.jsonl'}")
+    _check_writable_under(path, flag)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise CommandError(f"{flag} {path} cannot be written: permission denied")
+    return path
+
+
+def output_dir(path: str | Path, flag: str = "--out") -> Path:
+    """Check an output folder can be written before any work is done (not created here)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CommandError(f"{flag} {path} is a file; this command writes a folder there")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CommandError(f"{flag} {path} cannot be written: permission denied")
+        return path
+    _check_writable_under(path, flag)
+    return path
+
+
+def table(rows: list[list[str]], out: TextIO) -> None:
+    """Write rows as an aligned text table, the first row a header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        if n == 0:
+            out.write("  ".join("-" * w for w in widths) + "\n")
+
+
+def write_results(results: Sequence[Any], path: Path) -> None:
+    """Write episode rows as JSON Lines (``.jsonl``) or CSV (``.csv``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r.to_dict() for r in results]
+    if path.suffix == ".csv":
+        import csv
+
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v for k, v in row.items()})
+    else:
+        with path.open("w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")

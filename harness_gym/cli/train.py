@@ -1,0 +1,162 @@
+"""``harness-gym train``: train an RL baseline (SB3 or the text policy) and save it with its harness.
+
+    harness-gym train --algo maskable_ppo --env harness_gym/ClickButton-Json-v0 --steps 20000 \\
+        --seed 0 --out runs/cb-json
+    harness-gym train --algo text_policy --env harness_gym/EnterText-Json-v0 \\
+        --env harness_gym/EnterText-Yaml-v0 --grouping cross --iterations 30 --out runs/et-cross
+
+``--algo text_policy`` trains the torch text policy (GRPO-style); every ``--env`` is one
+training harness of the same task. The other algos train stable-baselines3 models on one env.
+Every argument is checked before torch and stable-baselines3 are imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from harness_gym.cli.common import (
+    CommandError,
+    json_object,
+    make_env,
+    non_negative_int,
+    output_dir,
+    positive_int,
+    require_env_id,
+    seed_int,
+)
+
+HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
+TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``harness-gym train``."""
+    parser.add_argument("--algo", choices=TRAIN_ALGOS, default="maskable_ppo")
+    parser.add_argument(
+        "--env",
+        action="append",
+        required=True,
+        help="env id to train on (text_policy: repeat for several training harnesses of one task)",
+    )
+    parser.add_argument("--harness", help="replace the env's harness: a preset name or a YAML path")
+    parser.add_argument("--steps", type=positive_int, default=20_000, help="SB3: total env steps")
+    parser.add_argument("--seed", type=seed_int, default=0)
+    parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
+    parser.add_argument("--max-actions", type=positive_int, default=32, help="SB3: size K of the action menu")
+    parser.add_argument(
+        "--features-dim", type=positive_int, default=2048, help="SB3: hash buckets of the observation"
+    )
+    parser.add_argument(
+        "--menu-dim",
+        type=non_negative_int,
+        default=1024,
+        help="SB3: hash buckets of the action menu's features (0: encode the observation alone)",
+    )
+    parser.add_argument("--n-envs", type=positive_int, default=4, help="SB3: parallel envs (in one process)")
+    parser.add_argument(
+        "--hyperparams",
+        default="{}",
+        help="JSON object of algorithm keyword arguments, e.g. '{\"learning_rate\": 1e-3}'",
+    )
+    parser.add_argument("--iterations", type=positive_int, default=30, help="text_policy: GRPO iterations")
+    parser.add_argument("--grouping", choices=("within", "cross"), default="within", help="text_policy")
+    parser.add_argument(
+        "--threads", type=positive_int, default=1, help="torch threads (small models: 1 is fastest)"
+    )
+    parser.add_argument(
+        "--eval-episodes", type=non_negative_int, default=100, help="evaluate on seeds 0.. after training"
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Check every argument, train, save to ``--out``, then report the success rate on held-out seeds."""
+    from harness_gym.core.presets import resolve_harness
+
+    for env_id in args.env:
+        require_env_id(env_id)
+    if args.harness is not None:
+        resolve_harness(args.harness)
+    hyperparams = json_object(args.hyperparams, "--hyperparams")
+    if args.algo != "text_policy" and len(args.env) != 1:
+        raise CommandError(f"--algo {args.algo} trains on one --env, got {len(args.env)}")
+    output_dir(args.out)
+    import torch
+
+    torch.set_num_threads(max(1, args.threads))
+    if args.algo == "text_policy":
+        return _train_text_policy(args, hyperparams, out)
+    from harness_gym.baselines import sb3
+    from harness_gym.wrappers.encoding import HashedFeatures
+
+    trained = sb3.train(
+        args.algo,
+        args.env[0],
+        args.steps,
+        args.seed,
+        harness=args.harness,
+        max_actions=args.max_actions,
+        features=HashedFeatures(
+            dim=args.features_dim,
+            menu_slots=args.max_actions if args.menu_dim > 0 else 0,
+            menu_dim=max(args.menu_dim, 8),
+        ),
+        n_envs=args.n_envs,
+        hyperparams=hyperparams,
+        progress=True,
+    )
+    path = trained.save(args.out)
+    out.write(f"saved {args.algo} model trained under harness {trained.harness.id} to {path}\n")
+    if args.eval_episodes > 0:
+        rows = sb3.evaluate(trained, episodes=args.eval_episodes, progress=True)
+        rate = sum(r.success for r in rows) / len(rows)
+        out.write(f"success on {args.env[0]} (seeds 0..{args.eval_episodes - 1}): {100 * rate:.1f}%\n")
+    return 0
+
+
+def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], out: TextIO) -> int:
+    import torch
+
+    from harness_gym.baselines.text_policy import (
+        GRPOConfig,
+        GRPOTrainer,
+        TextPolicy,
+        TextPolicyConfig,
+        save_run,
+        success_rate,
+    )
+
+    policy_keys = set(TextPolicyConfig().to_dict())
+    policy_cfg = TextPolicyConfig.from_dict({k: v for k, v in hyperparams.items() if k in policy_keys})
+    try:
+        grpo = GRPOConfig(
+            iterations=args.iterations,
+            grouping=args.grouping,
+            seed=args.seed,
+            **{k: v for k, v in hyperparams.items() if k not in policy_keys},
+        )
+    except TypeError as err:
+        raise CommandError(f"--hyperparams: {err}") from None
+    factories = [_factory(env_id, args.harness) for env_id in args.env]
+    probes = [f() for f in factories]
+    task_ids = {p.unwrapped.task.task_id for p in probes}
+    if len(task_ids) != 1:
+        raise CommandError(f"every --env must be the same task, got {sorted(task_ids)}")
+    harnesses = [p.unwrapped.harness.to_dict() for p in probes]
+    torch.manual_seed(args.seed)
+    policy = TextPolicy(policy_cfg)
+    trainer = GRPOTrainer(policy, factories, grpo)
+    history = trainer.train(progress=True)
+    path = save_run(
+        policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history
+    )
+    out.write(f"saved text policy ({args.grouping} grouping, {len(factories)} harness(es)) to {path}\n")
+    if args.eval_episodes > 0:
+        for env_id, factory in zip(args.env, factories):
+            rate = success_rate(policy, factory, range(args.eval_episodes))
+            out.write(f"success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate:.1f}%\n")
+    return 0
+
+
+def _factory(env_id: str, harness: str | None) -> Any:
+    return lambda: make_env(env_id, harness)
