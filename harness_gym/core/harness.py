@@ -296,16 +296,7 @@ class Harness:
     @classmethod
     def from_yaml(cls, source: str | Path) -> Harness:
         """Load from a YAML file path or YAML text."""
-        yaml = _yaml()
-        where = f"harness file {source}" if _is_path(source) else "harness YAML"
-        try:
-            text = Path(source).read_text(encoding="utf-8") if _is_path(source) else str(source)
-            data = yaml.safe_load(text)
-        except UnicodeDecodeError as err:
-            raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
-        except yaml.YAMLError as err:
-            raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
-        return cls.from_dict(data or {})
+        return cls.from_dict(read_yaml(source, "harness", _is_path(source)) or {})
 
     def replace(self, **changes: Any) -> Harness:
         """A copy with some factors changed (validated like a new spec)."""
@@ -557,6 +548,20 @@ def _is_path(source: str | Path) -> bool:
     if isinstance(source, Path):
         return True
     return "\n" not in source and source.endswith((".yaml", ".yml"))
+
+
+def read_yaml(source: str | Path, kind: str, is_path: bool) -> Any:
+    """The data of a YAML file (``is_path``) or YAML text; a file that is not UTF-8 or not
+    valid YAML is a :class:`HarnessSpecError` naming it (``kind``: "harness", "space")."""
+    yaml = _yaml()
+    where = f"{kind} file {source}" if is_path else f"{kind} YAML"
+    try:
+        text = Path(source).read_text(encoding="utf-8") if is_path else str(source)
+        return yaml.safe_load(text)
+    except UnicodeDecodeError as err:
+        raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except yaml.YAMLError as err:
+        raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
 
 
 def _yaml() -> Any:

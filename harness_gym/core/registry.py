@@ -7,7 +7,7 @@ Gymnasium ``harness_gym/<Task>-<Preset>-v0`` for every task and preset, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,31 @@ def register_envs(task_ids: list[str] | None = None) -> list[str]:
                     id=new_id,
                     entry_point=make_env,
                     kwargs={"task": task_id, "harness": preset or "Json"},
+                    disable_env_checker=False,
+                )
+            ids.append(new_id)
+    return ids
+
+
+def register_family(
+    tasks: Sequence[type[Task]], entry_point: str, add_to_task_registry: bool = True
+) -> list[str]:
+    """Register a task family's Gymnasium ids, ``<Task>-v0`` and ``<Task>-<Preset>-v0`` for
+    every preset, made by ``entry_point`` (idempotent; an id another entry point holds is
+    replaced); return the ids. With ``add_to_task_registry`` the tasks also join ``TASKS``."""
+    ids = []
+    for task in tasks:
+        if add_to_task_registry:
+            register_task(task)
+        for preset in [None, *PRESETS]:
+            new_id = env_id(task.task_id, preset)
+            spec = gym.registry.get(new_id)
+            if spec is None or spec.entry_point != entry_point:
+                gym.registry.pop(new_id, None)
+                gym.register(
+                    id=new_id,
+                    entry_point=entry_point,
+                    kwargs={"task": task.task_id, "harness": preset or "Json"},
                     disable_env_checker=False,
                 )
             ids.append(new_id)

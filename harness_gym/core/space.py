@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.designs import Design, flips, near_orthogonal, orthogonal_array
-from harness_gym.core.harness import Harness, HarnessSpecError
+from harness_gym.core.harness import Harness, HarnessSpecError, read_yaml
 
 
 def level_name(level: Any) -> str:
@@ -334,18 +334,8 @@ class HarnessSpace:
 
         Text that is not UTF-8 or not valid YAML is a :class:`HarnessSpecError` naming the file;
         a missing or unreadable file is the :class:`OSError` of reading it."""
-        import yaml
-
         is_path = isinstance(source, Path) or str(source).endswith((".yaml", ".yml"))
-        where = f"space file {source}" if is_path else "space YAML"
-        try:
-            text = Path(source).read_text(encoding="utf-8") if is_path else str(source)
-            data = yaml.safe_load(text)
-        except UnicodeDecodeError as err:
-            raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
-        except yaml.YAMLError as err:
-            raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
-        return cls.from_dict(data or {})
+        return cls.from_dict(read_yaml(source, "space", is_path) or {})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_yaml())

@@ -9,10 +9,7 @@ when an env is built and Chromium starts at its first reset. See ``docs/browser.
 
 from __future__ import annotations
 
-import gymnasium as gym
-
-from harness_gym.core.presets import PRESETS
-from harness_gym.core.registry import env_id, register_task
+from harness_gym.core.registry import register_family
 from harness_gym.envs.browser.tasks import BROWSER_TASKS, EXCLUDED, INCLUDED, ORACLE_TASK_IDS, TWINS
 
 ENTRY_POINT = "harness_gym.envs.browser.env:make_browser_env"
@@ -25,23 +22,7 @@ def register(add_to_task_registry: bool = True) -> list[str]:
     ``harness_gym.TASKS`` (so ``get_task`` and ``make_env`` know them), like the web suite's.
     The Gymnasium ids work either way.
     """
-    ids = []
-    for task in BROWSER_TASKS:
-        if add_to_task_registry:
-            register_task(task)
-        for preset in [None, *PRESETS]:
-            new_id = env_id(task.task_id, preset)
-            spec = gym.registry.get(new_id)
-            if spec is None or spec.entry_point != ENTRY_POINT:
-                gym.registry.pop(new_id, None)
-                gym.register(
-                    id=new_id,
-                    entry_point=ENTRY_POINT,
-                    kwargs={"task": task.task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
-            ids.append(new_id)
-    return ids
+    return register_family(BROWSER_TASKS, ENTRY_POINT, add_to_task_registry)
 
 
 def is_browser_task(task_id: str) -> bool:

@@ -9,10 +9,7 @@ raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``doc
 
 from __future__ import annotations
 
-import gymnasium as gym
-
-from harness_gym.core.presets import PRESETS
-from harness_gym.core.registry import env_id, register_task
+from harness_gym.core.registry import register_family
 from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
@@ -27,23 +24,7 @@ def register(add_to_task_registry: bool = False) -> list[str]:
     The tasks stay out of ``harness_gym.TASKS`` unless ``add_to_task_registry`` (they need
     bubblewrap and are slower than the pure-Python suite that TASKS lists).
     """
-    ids = []
-    for task in TERMINAL_TASKS:
-        if add_to_task_registry:
-            register_task(task)
-        for preset in [None, *PRESETS]:
-            new_id = env_id(task.task_id, preset)
-            spec = gym.registry.get(new_id)
-            if spec is None or spec.entry_point != ENTRY_POINT:
-                gym.registry.pop(new_id, None)
-                gym.register(
-                    id=new_id,
-                    entry_point=ENTRY_POINT,
-                    kwargs={"task": task.task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
-            ids.append(new_id)
-    return ids
+    return register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
 
 
 def is_terminal_task(task_id: str) -> bool:
