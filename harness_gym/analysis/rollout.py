@@ -38,6 +38,32 @@ class EpisodeResult:
         return asdict(self)
 
 
+def episode_result(
+    env: gym.Env,
+    info: dict[str, Any],
+    seed: int,
+    agent: str,
+    episode_return: float,
+    wall_time: float,
+    extra: dict[str, Any] | None = None,
+) -> EpisodeResult:
+    """The record of an episode that ended with ``info`` (its last step's info)."""
+    return EpisodeResult(
+        task_id=info["task_id"],
+        harness_id=info["harness_id"],
+        harness=dict(info["harness"]),
+        seed=seed,
+        agent=agent,
+        episode_return=episode_return,
+        success=bool(info["success"]),
+        steps=int(info["step"]),
+        invalid_actions=int(info["invalid_actions"]),
+        wall_time=wall_time,
+        env_id=env.spec.id if env.spec is not None else "",
+        extra=dict(extra or {}),
+    )
+
+
 def run_episode(env: gym.Env, agent: Agent, seed: int, agent_name: str = "") -> EpisodeResult:
     """Play one episode from ``reset(seed=seed)`` to termination or truncation."""
     start = time.perf_counter()
@@ -49,21 +75,8 @@ def run_episode(env: gym.Env, agent: Agent, seed: int, agent_name: str = "") -> 
         observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
         total += float(reward)
         done = terminated or truncated
-    spec = env.spec.id if env.spec is not None else ""
-    return EpisodeResult(
-        task_id=info["task_id"],
-        harness_id=info["harness_id"],
-        harness=dict(info["harness"]),
-        seed=seed,
-        agent=agent_name or getattr(agent, "name", type(agent).__name__),
-        episode_return=total,
-        success=bool(info["success"]),
-        steps=int(info["step"]),
-        invalid_actions=int(info["invalid_actions"]),
-        wall_time=time.perf_counter() - start,
-        env_id=spec,
-    )
-
+    name = agent_name or getattr(agent, "name", type(agent).__name__)
+    return episode_result(env, info, seed, name, total, time.perf_counter() - start)
 
 def evaluate(
     env: gym.Env, agent: Agent, seeds: Iterable[int], agent_name: str = ""

@@ -14,7 +14,6 @@ action still matches, but so do some invalid ones, and :attr:`ActionGrammar.exac
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -156,7 +155,3 @@ def describe(grammar: ActionGrammar | None) -> str:
         return "none"
     return f"{grammar.kind}:{'exact' if grammar.exact else 'per-tool'}"
 
-
-def schema_text(grammar: ActionGrammar) -> str:
-    """The grammar's value as text (the pattern, or the schema as compact JSON)."""
-    return grammar.value if grammar.kind == "regex" else json.dumps(grammar.value, separators=(",", ":"))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
-from harness_gym.analysis.rollout import EpisodeResult
+from harness_gym.analysis.rollout import EpisodeResult, episode_result
 
 
 @dataclass
@@ -55,7 +55,6 @@ class _Running:
     info: dict[str, Any]
     start: float
     total: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run_batched(
@@ -164,20 +163,14 @@ def _act_all(running: Sequence[_Running]) -> list[Any]:
 
 
 def _result(slot: _Running) -> EpisodeResult:
-    info = slot.info
-    env = slot.env
     record = getattr(slot.agent, "episode_record", None)
-    return EpisodeResult(
-        task_id=info["task_id"],
-        harness_id=info["harness_id"],
-        harness=dict(info["harness"]),
-        seed=slot.episode.seed,
-        agent=slot.episode.agent_name or getattr(slot.agent, "name", type(slot.agent).__name__),
-        episode_return=slot.total,
-        success=bool(info["success"]),
-        steps=int(info["step"]),
-        invalid_actions=int(info["invalid_actions"]),
-        wall_time=time.perf_counter() - slot.start,
-        env_id=env.spec.id if env.spec is not None else "",
-        extra=record() if callable(record) else {},
+    name = slot.episode.agent_name or getattr(slot.agent, "name", type(slot.agent).__name__)
+    return episode_result(
+        slot.env,
+        slot.info,
+        slot.episode.seed,
+        name,
+        slot.total,
+        time.perf_counter() - slot.start,
+        record() if callable(record) else None,
     )
