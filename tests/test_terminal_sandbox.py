@@ -118,6 +118,16 @@ def test_containment_case(name: str) -> None:
     assert left == [], [_cmdline(p) for p in left]
 
 
+def test_exit_code_of_a_command_that_closes_its_output_before_exiting() -> None:
+    """The runner stops reading when the output closes; the command's own exit status must
+    still be the one recorded (reaping strays once took it, and reported 0)."""
+    env = TerminalEnv(FastLimits)
+    env.reset(seed=0)
+    _, info, _ = run(env, "exec >&- 2>&-; sleep 0.3; exit 7")
+    assert info["command"]["exit_code"] == 7 and not info["command"]["timed_out"], info["command"]
+    env.close()
+
+
 def test_persistent_shell_timeout_restarts_and_keeps_working() -> None:
     env = TerminalEnv(FastLimits, terminal={"shell": "persistent"})
     env.reset(seed=0)

@@ -193,15 +193,22 @@ def run_fresh(cmd, timeout):
     caps = {fds[0]: out, fds[1]: err}
     finished = pump(fds, caps, start + timeout, lambda: proc.poll() is not None)
     if finished:
+        # The output closed; the command itself may still be exiting (or still running).
+        try:
+            proc.wait(timeout=max(0.0, start + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            finished = False
+    if finished:
         drain(fds, caps)
     else:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    # Reap the command before kill_strays reaps blindly (waitpid(-1) would take its status).
+    code = proc.wait()
     killed = kill_strays()
     drain(fds, caps)
-    code = proc.wait()
     proc.stdout.close()
     proc.stderr.close()
     return {
