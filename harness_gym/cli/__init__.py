@@ -23,9 +23,11 @@ from typing import TextIO
 import harness_gym
 from harness_gym.cli import check, evaluate, listing, play, report, sweep, train
 from harness_gym.cli.common import (
+    IMPORT_OPTION,
     CLIExit,
     CommandError,
     Parser,
+    load_plugins,
     resolve_env_ids,
     run_guarded,
     write_results,
@@ -50,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=harness_gym.__version__)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--import", **IMPORT_OPTION)
     debug = Parser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    debug.add_argument("--import", **{**IMPORT_OPTION, "default": argparse.SUPPRESS})
     sub = parser.add_subparsers(dest="command", required=True)
     for name, verb in VERBS.items():
         verb.add_arguments(sub.add_parser(name, help=verb.HELP, parents=[debug]))
@@ -67,6 +71,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
     def command() -> int:
         nonlocal args
         args = build_parser().parse_args(argv)
+        load_plugins(args.imports or [])
         stdout = out or sys.stdout
         if args.command == "play":
             return play.run(args, stdout, inp or sys.stdin)

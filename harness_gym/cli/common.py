@@ -56,6 +56,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from harness_gym.analysis.agent_spec import AgentSpecError
     from harness_gym.analysis.sweep_spec import SweepError
     from harness_gym.core.harness import HarnessSpecError  # CoverageError is one
+    from harness_gym.core.plugins import PluginError
     from harness_gym.llm.embedded import EmbeddedModelError
     from harness_gym.llm.spec import LLMSpecError
 
@@ -66,6 +67,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
         LLMSpecError,
         SweepError,
         EmbeddedModelError,
+        PluginError,
         OSError,
         UnicodeError,
         json.JSONDecodeError,
@@ -181,16 +183,47 @@ non_negative_int = int_at_least(0)
 seed_int = int_at_least(0, " (seeds are non-negative)")
 
 
+# -- plugins ------------------------------------------------------------------------------------
+
+#: ``--import MODULE``, accepted by every verb (see :mod:`harness_gym.core.plugins`).
+IMPORT_OPTION: dict[str, Any] = {
+    "action": "append",
+    "dest": "imports",
+    "metavar": "MODULE",
+    "help": "import MODULE first (repeatable): tasks, formats, tool styles or agents it registers "
+    "become available, also in worker processes",
+}
+
+
+def load_plugins(imports: Sequence[str], err: TextIO | None = None) -> None:
+    """Import ``--import`` modules, then load installed plugins; a plugin that fails to load is
+    one ``harness-gym: warning:`` line on stderr and the others still load."""
+    from harness_gym.core import plugins
+
+    plugins.import_modules(imports)
+    stream = err or sys.stderr
+    for failure in plugins.load_plugins(warn=False):
+        stream.write(f"{PROG}: warning: {failure}\n")
+    stream.flush()
+
+
 # -- env ids, harnesses, files ------------------------------------------------------------------
 
 
 def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
-    """Expand ``all`` and glob patterns over registered ids; exact ids pass through."""
+    """Expand ``all`` and glob patterns over registered ids; exact ids pass through.
+
+    Gymnasium's ``MODULE:ID`` form imports ``MODULE`` first (which registers its envs); a glob
+    may follow the module (``my_pkg:harness_gym/Count*``).
+    """
+    from harness_gym.core.plugins import import_env_module
     from harness_gym.core.registry import registered_env_ids
 
-    known = registered_env_ids()
     out: list[str] = []
     for pattern in patterns:
+        if ":" in pattern and any(ch in pattern for ch in "*?["):
+            pattern = import_env_module(pattern)
+        known = registered_env_ids()
         if pattern == "all":
             matches = known
         elif any(ch in pattern for ch in "*?["):
@@ -204,13 +237,19 @@ def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
 
 
 def require_env_id(env_id: str) -> str:
-    """``env_id`` if it is registered, else a :class:`CommandError` naming where the ids are."""
+    """``env_id`` if it is registered, else a :class:`CommandError` naming where the ids are.
+
+    ``MODULE:ID`` (Gymnasium's form) imports ``MODULE`` first and is returned as given, so
+    ``gym.make`` imports it again wherever the env is built (worker processes too).
+    """
     import gymnasium as gym
 
-    if env_id not in gym.registry:
+    from harness_gym.core.plugins import failures_note, import_env_module
+
+    if import_env_module(env_id) not in gym.registry:
         raise CommandError(
             f"unknown env id {env_id!r}. Run `{PROG} list envs` for the ids; "
-            f"globs such as 'harness_gym/ClickButton-*' work too."
+            f"globs such as 'harness_gym/ClickButton-*' work too{failures_note()}"
         )
     return env_id
 

@@ -12,14 +12,31 @@ It checks, over a few seeds:
 - ``pairing``: the task instance (state digest) is the one the canonical harness gets;
 - ``oracle``: for a pure-presentation harness (no dropped tool, budget not cut, every legal
   action met expressible), the oracle succeeds on exactly the seeds where it succeeds under
-  the canonical harness.
+  the canonical harness, and, given a ``ceiling`` function, its return equals the exact
+  ceiling through this harness wherever the search can compute it.
 
-Every failure names the check, what went wrong, and the factor levels involved.
+:func:`check_task` holds a task to the rules the package's own tests demand of its built-in
+tasks (:data:`TASK_RULES`), so an out-of-tree task gets the same scrutiny:
+
+- ``oracle_optimal``: the oracle reaches the ceiling on every seed (the exact ceiling when a
+  ``ceiling`` function is given and its search finishes, else success), with no invalid action;
+- ``instances_vary``: different seeds build different instances;
+- ``random_agent``: a uniform random agent does not succeed too often;
+- ``tight_budget``: under a one-step budget the episode ends after one step and succeeds only
+  where the oracle needs one step;
+- ``snapshot_restore``: ``restore(snapshot())`` brings back the state and the same future.
+
+The exact ceiling search lives in :mod:`harness_gym.analysis.ceiling`, above this module;
+callers that have it pass ``ceiling=harness_gym.analysis.ceiling.seed_ceiling`` (the CLI does).
+
+Every failure names the check, what went wrong, why it matters, and the factor levels involved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +56,33 @@ CHECK_FACTORS: dict[str, tuple[str, ...]] = {
     "determinism": tuple(Harness.factor_names()),
     "pairing": tuple(Harness.factor_names()),
     "oracle": tuple(Harness.factor_names()),
+    "oracle_optimal": (),
+    "instances_vary": (),
+    "random_agent": (),
+    "tight_budget": ("step_budget",),
+    "snapshot_restore": (),
 }
+
+#: The package's task-quality rules, and why each matters (printed with a failure).
+TASK_RULES: dict[str, str] = {
+    "oracle_optimal": "the oracle is the reference for ceilings, mismatch and every check_harness "
+    "comparison; an oracle that misses the ceiling makes every harness look worse than it is",
+    "instances_vary": "instances that do not vary across seeds can be memorized, so success no longer "
+    "shows that an agent read the observation, and seeds stop being independent samples",
+    "random_agent": "when a random agent succeeds this often, success says little about what an "
+    "agent understood and harness effects drown in luck",
+    "tight_budget": "the step budget is a harness factor; a cut budget must end the episode when "
+    "it runs out, or ceilings under cut budgets are wrong",
+    "snapshot_restore": "the ceiling search and check_harness explore branches with snapshot() and "
+    "restore(); a snapshot that does not bring back the state and its future makes ceilings wrong",
+}
+
+#: Largest share of episodes a uniform random agent may win (the built-in tasks' rule).
+MAX_RANDOM_SUCCESS = 0.8
+
+#: ``ceiling(task, harness, seed) -> (value, method)``, e.g.
+#: :func:`harness_gym.analysis.ceiling.seed_ceiling`; ``method == "exact"`` when the search finished.
+CeilingFn = Callable[[type[Task], Harness, int], tuple[float, str]]
 
 
 @dataclass
@@ -72,6 +115,8 @@ class HarnessReport:
     def fail(self, check: str, message: str) -> None:
         diff = self.harness.to_dict(full=False)
         levels = {k: diff[k] for k in CHECK_FACTORS[check] if k in diff}
+        if check in TASK_RULES:
+            message = f"{message}. Why it matters: {TASK_RULES[check]}"
         self.failures.append(CheckFailure(check, message, levels))
 
     def __str__(self) -> str:
@@ -102,6 +147,8 @@ def check_harness(
     task: str | type[Task] | None = None,
     seeds: Iterable[int] = range(8),
     raise_on_failure: bool = True,
+    ceiling: CeilingFn | None = None,
+    task_rules: bool = False,
 ) -> HarnessReport:
     """Check one harness on one task; raise :class:`HarnessCheckError` listing every failure.
 
@@ -111,6 +158,9 @@ def check_harness(
         task: the task id or class; required unless an env is given.
         seeds: the task seeds to check on.
         raise_on_failure: return the report instead of raising.
+        ceiling: the exact ceiling search (``harness_gym.analysis.ceiling.seed_ceiling``):
+            under a pure-presentation harness the oracle must reach it on every seed.
+        task_rules: also hold the task to :data:`TASK_RULES` (see :func:`check_task`).
     """
     from harness_gym.core.registry import get_task
 
@@ -136,7 +186,9 @@ def check_harness(
     _check_schema(env, report)
     pure = is_pure_presentation(harness, task_cls)
     for seed in seeds:
-        _check_episode(env, canonical, seed, report, compare_oracle=pure)
+        _check_episode(env, canonical, seed, report, compare_oracle=pure, ceiling=ceiling)
+    if task_rules:
+        _check_task_rules(task_cls, seeds, report, ceiling)
     if report.inexpressible:
         report.notes.append(
             f"{len(report.inexpressible)} legal action(s) cannot be written within "
@@ -183,7 +235,12 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
 
 
 def _check_episode(
-    env: HarnessEnv, canonical: HarnessEnv, seed: int, report: HarnessReport, compare_oracle: bool
+    env: HarnessEnv,
+    canonical: HarnessEnv,
+    seed: int,
+    report: HarnessReport,
+    compare_oracle: bool,
+    ceiling: CeilingFn | None = None,
 ) -> None:
     before = len(report.inexpressible)
     runs = [_play(env, seed, report) for _ in range(2)]
@@ -206,6 +263,14 @@ def _check_episode(
                 f"seed {seed}: oracle success {runs[0]['success']} here but {reference} under the "
                 "canonical harness, although this harness only changes presentation",
             )
+        if ceiling is not None:
+            best, method = ceiling(type(env.task), env.harness, seed)
+            if method == "exact" and runs[0]["return"] < best - 1e-9:
+                report.fail(
+                    "oracle",
+                    f"seed {seed}: the oracle returns {runs[0]['return']:g} through this harness but "
+                    f"the exact ceiling is {best:g}: the oracle is not optimal here",
+                )
 
 
 def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str, Any]:
@@ -219,6 +284,7 @@ def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str,
         "legal": [info["legal_actions"]],
     }
     done = False
+    total = 0.0
     while not done:
         if report is not None:
             _check_round_trips(env, report)
@@ -229,11 +295,13 @@ def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str,
                 env.task.step(legal[int(rng.integers(len(legal)))])
                 _check_round_trips(env, report)
                 env.task.restore(snap)
-        obs, _, terminated, truncated, info = env.step(env.oracle_action())
+        obs, reward, terminated, truncated, info = env.step(env.oracle_action())
+        total += float(reward)
         record["observations"].append(obs)
         record["legal"].append(info["legal_actions"])
         done = terminated or truncated
     record["success"] = info["success"]
+    record["return"] = total
     return record
 
 
@@ -271,3 +339,217 @@ def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
                 f"{action} {'round-trips' if ok else 'does not round-trip'} but the env "
                 f"{'omits it from' if ok else 'lists it in'} its legal actions",
             )
+
+
+# -- task rules --------------------------------------------------------------------------------
+
+
+def check_task(
+    task: str | type[Task],
+    seeds: Iterable[int] = range(10),
+    ceiling: CeilingFn | None = None,
+    raise_on_failure: bool = True,
+) -> HarnessReport:
+    """Hold a task to the package's task-quality rules (:data:`TASK_RULES`) on ``seeds``.
+
+    The oracle is compared with ``ceiling(task, harness, seed)`` where that search is exact
+    (pass :func:`harness_gym.analysis.ceiling.seed_ceiling`), else with success. Raises
+    :class:`HarnessCheckError` naming every broken rule and why it matters, unless
+    ``raise_on_failure`` is false.
+    """
+    from harness_gym.core.registry import get_task
+
+    task_cls = get_task(task) if isinstance(task, str) else task
+    report = HarnessReport(task_cls.task_id, Harness())
+    _check_task_rules(task_cls, list(seeds), report, ceiling)
+    return _finish(report, raise_on_failure)
+
+
+def _check_task_rules(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    rules: list[tuple[str, Callable[..., None]]] = [
+        ("oracle_optimal", _rule_oracle_optimal),
+        ("instances_vary", _rule_instances_vary),
+        ("random_agent", _rule_random_agent),
+        ("tight_budget", _rule_tight_budget),
+        ("snapshot_restore", _rule_snapshot_restore),
+    ]
+    for rule, check in rules:
+        _count(report, rule, 0)
+        try:
+            check(task_cls, seeds, report, ceiling)
+        except Exception as err:  # noqa: BLE001 - the task's code raising is the finding
+            report.fail(rule, f"checking it raised {type(err).__name__}: {' '.join(str(err).split())}")
+
+
+def _oracle_run(env: HarnessEnv, seed: int) -> dict[str, Any]:
+    env.reset(seed=seed)
+    total, steps, done, info = 0.0, 0, False, {}
+    while not done:
+        _, reward, terminated, truncated, info = env.step(env.oracle_action())
+        total, steps, done = total + float(reward), steps + 1, terminated or truncated
+    return {
+        "return": total,
+        "steps": steps,
+        "success": bool(info["success"]),
+        "invalid": info["invalid_actions"],
+    }
+
+
+def _rule_oracle_optimal(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    env = HarnessEnv(task_cls, Harness())
+    missed, inexact = [], []
+    for seed in seeds:
+        _count(report, "oracle_optimal")
+        run = _oracle_run(env, seed)
+        if run["invalid"]:
+            report.fail(
+                "oracle_optimal",
+                f"seed {seed}: the oracle made {run['invalid']} invalid action(s); its actions must be legal",
+            )
+        best, method = ceiling(task_cls, Harness(), seed) if ceiling is not None else (None, "none")
+        if method == "exact" and best is not None:
+            if run["return"] < best - 1e-9:
+                missed.append(f"seed {seed}: return {run['return']:g} < exact ceiling {best:g}")
+        else:
+            inexact.append(seed)
+            if not run["success"]:
+                missed.append(f"seed {seed}: no success in {run['steps']} step(s)")
+    if missed:
+        how = "the exact ceiling" if ceiling is not None else "success (no ceiling search given)"
+        report.fail(
+            "oracle_optimal",
+            f"the oracle falls short of {how} on {len(missed)} of {len(seeds)} seeds ("
+            + "; ".join(missed[:5])
+            + (" ..." if len(missed) > 5 else "")
+            + ")",
+        )
+    if ceiling is not None and inexact:
+        report.notes.append(
+            f"oracle_optimal: the exact ceiling search did not finish on seed(s) {inexact[:10]}; "
+            "there the oracle was held to success instead"
+        )
+
+
+def _rule_instances_vary(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    if len(seeds) < 2:
+        return
+    env = HarnessEnv(task_cls, Harness())
+    digests = {env.reset(seed=s)[1]["state_digest"] for s in seeds}
+    _count(report, "instances_vary", len(seeds))
+    needed = max(2, math.ceil(len(seeds) / 2))
+    if len(digests) < needed:
+        report.fail(
+            "instances_vary",
+            f"{len(seeds)} seeds built {len(digests)} distinct instance(s); at least {needed} expected "
+            "(draw the instance from the rng passed to reset)",
+        )
+
+
+def _rule_random_agent(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    if not seeds:
+        return
+    env = HarnessEnv(task_cls, Harness())
+    rounds = math.ceil(20 / len(seeds))
+    wins = episodes = 0
+    for k in range(rounds):
+        for seed in seeds:
+            rng = np.random.default_rng([seed, k])
+            env.reset(seed=seed)
+            done, info = False, {}
+            while not done:
+                legal = env.legal_actions()
+                text = env.format_action(legal[int(rng.integers(len(legal)))]) if legal else ""
+                *_, terminated, truncated, info = env.step(text)
+                done = terminated or truncated
+            wins += bool(info["success"])
+            episodes += 1
+    _count(report, "random_agent", episodes)
+    if wins > MAX_RANDOM_SUCCESS * episodes:
+        report.fail(
+            "random_agent",
+            f"a uniform random agent succeeded in {wins} of {episodes} episodes "
+            f"({100 * wins / episodes:.0f}%, more than {100 * MAX_RANDOM_SUCCESS:.0f}%)",
+        )
+
+
+def _rule_tight_budget(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    full = HarnessEnv(task_cls, Harness())
+    tight = HarnessEnv(task_cls, Harness(step_budget=1))
+    for seed in seeds:
+        _count(report, "tight_budget")
+        needed = _oracle_run(full, seed)
+        cut = _oracle_run(tight, seed)
+        if cut["steps"] != 1:
+            report.fail("tight_budget", f"seed {seed}: budget 1 yet the episode ran {cut['steps']} steps")
+        elif cut["success"] and not (needed["success"] and needed["steps"] == 1):
+            report.fail(
+                "tight_budget",
+                f"seed {seed}: with step_budget=1 the oracle succeeded, but it needs "
+                f"{needed['steps']} steps under the task's own budget",
+            )
+        elif needed["success"] and needed["steps"] == 1 and not cut["success"]:
+            report.fail(
+                "tight_budget",
+                f"seed {seed}: the oracle succeeds in one step, but not under step_budget=1",
+            )
+
+
+def _rule_snapshot_restore(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    env = HarnessEnv(task_cls, Harness())
+    for seed in seeds:
+        _count(report, "snapshot_restore")
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        task = env.task
+        if rng.random() < 0.5 and task.legal_actions():  # sometimes from a later state
+            first = task.oracle()
+            if task.step(first).terminated:
+                env.reset(seed=seed)
+                task = env.task
+        snap = task.snapshot()
+        before, fields = task.digest(), _json_copy(task.fields())
+        path = []
+        for _ in range(3):
+            legal = task.legal_actions()
+            if not legal:
+                break
+            action = legal[int(rng.integers(len(legal)))] if rng.random() < 0.5 else task.oracle()
+            if task.check(action) is not None:
+                break
+            result = task.step(action)
+            path.append((action, task.digest(), result.reward, result.terminated))
+            if result.terminated:
+                break
+        task.restore(snap)
+        if task.digest() != before or _json_copy(task.fields()) != fields:
+            report.fail(
+                "snapshot_restore",
+                f"seed {seed}: after restore(snapshot) the state (digest {task.digest()} vs {before}) or "
+                "the fields differ from the snapshot's",
+            )
+            continue
+        for action, digest, reward, terminated in path:
+            result = task.step(action)
+            if (task.digest(), result.reward, result.terminated) != (digest, reward, terminated):
+                report.fail(
+                    "snapshot_restore",
+                    f"seed {seed}: after restore, {action} led to a different state or reward than before",
+                )
+                break
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep, comparable copy of JSON-like data (fields may be mutated in place by a task)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))

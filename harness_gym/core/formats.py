@@ -14,6 +14,8 @@ from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
 from xml.sax.saxutils import quoteattr
 
+from harness_gym.core.plugins import LiveLevels
+
 Fields = Sequence[tuple[str, Any]]
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .,;!?'()/@+-]*\Z")
@@ -275,12 +277,25 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
 }
 
 
+#: The formats this package defines (a plugin's format cannot take these names).
+BUILTIN_FORMATS: tuple[str, ...] = tuple(RENDERERS)
+
+#: Every ``obs_format`` level: built-in, registered, and installed plugins' (loaded on demand).
+FORMATS = LiveLevels(RENDERERS, "formats")
+
+
 def register_format(name: str, renderer: Callable[[Fields], str]) -> None:
     """Add an observation format: a new level of the ``obs_format`` factor.
 
     The renderer must be pure and deterministic and must show every field it is given, in
     the given order (field order is a separate factor).
     """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"observation format name {name!r} must be an identifier such as toml_like")
+    if not callable(renderer):
+        raise TypeError(f"observation format {name!r}: the renderer must be callable (fields -> str)")
+    if name in BUILTIN_FORMATS and RENDERERS.get(name) is not renderer:
+        raise ValueError(f"observation format {name!r} is a built-in level; choose another name")
     if name in RENDERERS and RENDERERS[name] is not renderer:
         raise ValueError(f"observation format {name!r} is already registered")
     RENDERERS[name] = renderer

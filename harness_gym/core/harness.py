@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.formats import RENDERERS
+from harness_gym.core.formats import FORMATS, RENDERERS
 from harness_gym.core.grammar import ActionGrammar, action_grammar
 from harness_gym.core.task import Action, ActionSpec
 from harness_gym.core.tools import (
+    STYLE_LEVELS,
     TOOL_DESCRIPTIONS,
     TOOL_NAMINGS,
-    TOOL_STYLES,
     ActionError,
     Toolbox,
     preview,
@@ -68,8 +68,9 @@ FORMAT_NAMES = {
 
 #: Levels of every categorical factor (the other factors take numbers or permutations).
 LEVELS: dict[str, Collection[Any]] = {
-    "obs_format": RENDERERS.keys(),  # live: formats added with register_format count too
-    "tool_style": TOOL_STYLES,
+    # Live: registered levels and installed plugins' levels count too (harness_gym.core.plugins).
+    "obs_format": FORMATS,
+    "tool_style": STYLE_LEVELS,
     "tool_naming": TOOL_NAMINGS,
     "tool_descriptions": TOOL_DESCRIPTIONS,
     "parser": ("strict", "lenient"),

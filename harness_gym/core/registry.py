@@ -15,6 +15,7 @@ import gymnasium as gym
 
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
+from harness_gym.core.plugins import failures_note, load_plugins
 from harness_gym.core.presets import PRESETS
 from harness_gym.core.task import Task
 
@@ -32,10 +33,15 @@ def register_task(task_cls: type[Task]) -> type[Task]:
 
 
 def get_task(task_id: str) -> type[Task]:
+    """The task class registered as ``task_id``, loading installed plugins if it is not yet."""
+    if task_id not in TASKS:
+        load_plugins(["tasks"])
     try:
         return TASKS[task_id]
     except KeyError:
-        raise KeyError(f"unknown task {task_id!r}; registered tasks: {sorted(TASKS)}") from None
+        raise KeyError(
+            f"unknown task {task_id!r}; registered tasks: {sorted(TASKS)}{failures_note()}"
+        ) from None
 
 
 def make_env(
@@ -96,5 +102,6 @@ def register_family(
 
 
 def registered_env_ids() -> list[str]:
-    """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded)."""
+    """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded), plugins' too."""
+    load_plugins(["tasks"])
     return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS]

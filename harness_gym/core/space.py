@@ -436,19 +436,44 @@ def _greedy_covering(counts: Sequence[int], t: int, rng: np.random.Generator) ->
     return rows
 
 
-#: Every factor whose levels keep the ceiling: presentation, interface, invalid-action policy.
-DEFAULT_SPACE = HarnessSpace(
-    {
-        "obs_format": ["json", "markdown", "xml", "yaml", "key_value", "html"],
-        "field_order": ["canonical", "reversed"],
-        "extra_fields": [(), ("step",), ("last_error",), ("step", "last_error")],
-        "history_window": [0, 1, "all"],
-        "tool_style": ["json", "xml", "python", "command"],
-        "tool_naming": ["canonical", "synonyms", "opaque"],
-        "tool_order": ["canonical", "reversed", "alphabetical"],
-        "tool_descriptions": ["full", "terse", "none"],
-        "parser": ["strict", "lenient"],
-        "invalid_action": ["feedback", "end", "ignore"],
-        "prompt_template": ["default", "terse", "verbose"],
-    }
+#: Categorical factors whose every level keeps the ceiling: the default space varies each over
+#: all its levels, including levels registered later and installed plugins' (LEVELS is live).
+CEILING_KEEPING_FACTORS = (
+    "obs_format",
+    "tool_style",
+    "tool_naming",
+    "tool_descriptions",
+    "parser",
+    "invalid_action",
 )
+
+
+def default_space() -> HarnessSpace:
+    """Every factor whose levels keep the ceiling (presentation, interface, invalid-action
+    policy), over every level registered now: built-in, ``register_format`` /
+    ``register_tool_style`` and installed plugins'."""
+    from harness_gym.core.harness import LEVELS
+
+    levels: dict[str, list[Any]] = {f: list(LEVELS[f]) for f in CEILING_KEEPING_FACTORS}
+    return HarnessSpace(
+        {
+            "obs_format": levels["obs_format"],
+            "field_order": ["canonical", "reversed"],
+            "extra_fields": [(), ("step",), ("last_error",), ("step", "last_error")],
+            "history_window": [0, 1, "all"],
+            "tool_style": levels["tool_style"],
+            "tool_naming": levels["tool_naming"],
+            "tool_order": ["canonical", "reversed", "alphabetical"],
+            "tool_descriptions": levels["tool_descriptions"],
+            "parser": levels["parser"],
+            "invalid_action": levels["invalid_action"],
+            "prompt_template": ["default", "terse", "verbose"],
+        }
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # DEFAULT_SPACE is built when asked for, so levels registered by then are in it.
+    if name == "DEFAULT_SPACE":
+        return default_space()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

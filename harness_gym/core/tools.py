@@ -14,12 +14,14 @@ import bisect
 import json
 import keyword
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness_gym.core.plugins import LiveLevels
 from harness_gym.core.task import Action, ActionSpec, Param
 
+#: The tool styles this package defines; :func:`register_tool_style` adds more.
 TOOL_STYLES = ("json", "xml", "python", "command")
 TOOL_NAMINGS = ("canonical", "synonyms", "opaque")
 TOOL_DESCRIPTIONS = ("full", "terse", "none")
@@ -54,7 +56,52 @@ RESERVED_WORDS: dict[str, frozenset[str]] = {
 
 def reserved_word(style: str, name: str, is_tool: bool = True) -> bool:
     """Whether ``name`` (of a tool, or of an argument) is reserved by ``style``'s syntax."""
+    custom = STYLES.get(style)
+    if custom is not None:
+        return name in custom.reserved
     return name in RESERVED_WORDS.get(style, frozenset())
+
+
+@dataclass(frozen=True)
+class ToolStyle:
+    """A tool style from outside the package: a new level of the ``tool_style`` factor.
+
+    ``write(tool, [(arg, value), ...])`` writes one call as text; ``read(text)`` reads it back
+    as ``(tool, {arg: value})`` and raises (any exception) on text that is not one call. The
+    toolbox checks names, arguments and types, so ``read`` only undoes ``write``. With
+    ``values_are_text`` the values ``read`` returns are strings (as in a command line) and
+    integer arguments are converted. ``hint`` is the sentence the system prompt shows;
+    ``reserved`` are words that cannot be tool or argument names.
+    """
+
+    name: str
+    write: Callable[[str, Sequence[tuple[str, Any]]], str]
+    read: Callable[[str], tuple[str, Mapping[str, Any]]]
+    hint: str
+    values_are_text: bool = False
+    reserved: frozenset[str] = frozenset()
+
+
+#: Registered (non-built-in) tool styles by name.
+STYLES: dict[str, ToolStyle] = {}
+_ALL_STYLES: dict[str, ToolStyle | None] = dict.fromkeys(TOOL_STYLES)
+
+#: Every ``tool_style`` level: built-in, registered, and installed plugins' (loaded on demand).
+STYLE_LEVELS = LiveLevels(_ALL_STYLES, "tool_styles")
+
+
+def register_tool_style(style: ToolStyle) -> ToolStyle:
+    """Add a tool style (a level of ``tool_style``); its name must be new."""
+    if not isinstance(style, ToolStyle):
+        raise TypeError(f"register_tool_style takes a ToolStyle, got {type(style).__name__}")
+    if not style.name.isidentifier():
+        raise ValueError(f"tool style name {style.name!r} must be an identifier such as slash")
+    if style.name in TOOL_STYLES:
+        raise ValueError(f"tool style {style.name!r} is a built-in level; choose another name")
+    if style.name in STYLES and STYLES[style.name] != style:
+        raise ValueError(f"tool style {style.name!r} is already registered")
+    STYLES[style.name] = _ALL_STYLES[style.name] = style
+    return style
 
 
 class ActionError(Exception):
@@ -245,6 +292,8 @@ class Toolbox:
 
     def format_hint(self) -> str:
         """One sentence telling the agent how to write an action in this style."""
+        if self.style in STYLES:
+            return STYLES[self.style].hint
         return {
             "json": 'Reply with one JSON object: {"name": <tool>, "arguments": {...}}.',
             "xml": "Reply with one XML element named after the tool, one child element per "
@@ -279,6 +328,8 @@ class Toolbox:
         if self.style == "xml":
             inner = "".join(f"<{k}>{_xml_escape(str(v))}</{k}>" for k, v in pairs)
             return f"<{tool.name}>{inner}</{tool.name}>"
+        if self.style in STYLES:
+            return STYLES[self.style].write(tool.name, pairs)
         parts = [tool.name] + [str(v) if isinstance(v, int) else _shell_quote(v) for _, v in pairs]
         return " ".join(parts)
 
@@ -304,6 +355,10 @@ class Toolbox:
                 pass
         if self.style == "json":
             return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        if self.style in STYLES:
+            if not isinstance(arguments, dict):
+                return f"{name} {arguments!r}"  # left for parse to report
+            return STYLES[self.style].write(name, [(str(k), v) for k, v in arguments.items()])
         if not isinstance(arguments, dict):
             # Not an object: written so that the style's parser reports a malformed call.
             raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
@@ -357,12 +412,13 @@ class Toolbox:
             "xml": self._parse_xml,
             "python": self._parse_python,
             "command": self._parse_command,
-        }[self.style]
+        }.get(self.style, self._parse_custom)
         try:
             return parser(text.strip())
         except ActionError as err:
             whole = err
-        spans = _action_spans(text, self.style, self._by_name)
+        # A registered style reads whole replies only: it has no span scanner.
+        spans = _action_spans(text, self.style, self._by_name) if self.style in TOOL_STYLES else []
         if not self.lenient:
             if len(spans) >= 2 and _only_separators(text, spans):
                 parsed = [self._try(parser, text[s:e]) for s, e, _ in spans]
@@ -475,6 +531,18 @@ class Toolbox:
             "wrong_type",
             f"argument {name!r} of tool {tool.name!r} must be a string, got {preview(repr(value))}",
         )
+
+    def _parse_custom(self, text: str) -> Action:
+        style = STYLES[self.style]
+        try:
+            name, given = style.read(text)
+        except ActionError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plugin's reader may raise anything
+            raise ActionError("malformed", f"not one {style.name} action ({err}): {preview(text)}") from None
+        if not isinstance(given, Mapping):
+            raise ActionError("malformed", f"not one {style.name} action: {preview(text)}")
+        return self._build(self._tool(name), dict(given), from_text=style.values_are_text)
 
     def _parse_json(self, text: str) -> Action:
         try:
