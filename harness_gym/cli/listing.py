@@ -51,6 +51,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         levels["prompt_template"] = "default, terse, verbose, or a template using {tools}"
         levels["max_action_chars"] = "longest agent output parsed (default 8192)"
         levels["few_shot"] = f"0 to {MAX_FEW_SHOT} worked examples in the system prompt"
+        levels["family_options"] = "a task family's own factors, e.g. {terminal: {shell: persistent}}"
         table(
             [["factor", "default", "levels"]]
             + [[f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()],

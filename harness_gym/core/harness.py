@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 import string
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,21 @@ EXAMPLES: dict[str, str] = {
     "few_shot": "few_shot: 2",
     "max_action_chars": "max_action_chars: 4096",
     "prompt_template": "prompt_template: 'Reply as {{\"name\": ...}}. Tools: {tools}'",
+    "family_options": "family_options: {terminal: {shell: persistent}}",
 }
+
+#: Validators of the options a task family adds (``family_options: {family: {...}}``), by
+#: family name: each returns its options with the default levels left out, or raises
+#: HarnessSpecError. Families add theirs with :func:`register_family_options`.
+FAMILY_OPTIONS: dict[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {}
+
+
+def register_family_options(
+    family: str, normalize: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+) -> None:
+    """Let harnesses carry ``family``'s options, checked and normalized by ``normalize``."""
+    FAMILY_OPTIONS[family] = normalize
+
 
 #: Most worked examples a harness writes into its system prompt.
 MAX_FEW_SHOT = 8
@@ -138,6 +152,9 @@ class Harness:
             them in ``info["examples"]`` and a language-model agent sends them as earlier
             chat turns (a small model follows turns, not examples pasted into the prompt).
         max_action_chars: longer agent outputs are rejected unparsed.
+        family_options: factors of one task family, ``{family: {option: level}}`` (e.g. the
+            terminal family's shell and result format); checked by the family's validator,
+            defaults dropped, so an empty value keeps every other harness's id.
     """
 
     obs_format: str = "json"
@@ -159,6 +176,7 @@ class Harness:
     tool_channel: str = "text"
     few_shot: int = 0
     max_action_chars: int = 8192
+    family_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     _id: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -243,6 +261,7 @@ class Harness:
             raise HarnessSpecError(
                 f"max_action_chars must be an integer >= 16, got {mc!r} (e.g. {EXAMPLES['max_action_chars']})"
             )
+        object.__setattr__(self, "family_options", _family_options(self.family_options))
         object.__setattr__(self, "_id", "h-" + _hash(self.to_dict(full=False)))
 
     # -- identity and serialization --------------------------------------------------------
@@ -267,6 +286,8 @@ class Harness:
                 continue
             if f.name in ("rename_tools", "rename_args"):
                 value = dict(value)
+            if f.name == "family_options":
+                value = {family: dict(options) for family, options in value}
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -307,6 +328,10 @@ class Harness:
                 f"unknown harness factor(s) {unknown}; valid factors: {list(self.factor_names())}"
             )
         return dataclasses.replace(self, **changes)
+
+    def family(self, name: str) -> dict[str, Any]:
+        """The options this harness sets for task family ``name`` (non-defaults only)."""
+        return dict(dict(self.family_options).get(name, ()))
 
     def describe(self) -> str:
         """One line naming the non-default levels, e.g. ``obs_format=yaml tool_style=xml``."""
@@ -488,6 +513,30 @@ def _renames(factor: str, value: Any) -> tuple[tuple[str, str], ...]:
     if len(set(olds)) != len(olds):
         raise HarnessSpecError(f"{factor} renames a name twice: {olds}")
     return tuple(sorted(pairs))
+
+
+def _family_options(value: Any) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    """Normalize ``{family: {option: level}}`` (or its pairs) through each family's validator."""
+    example = f"(e.g. {EXAMPLES['family_options']})"
+    if isinstance(value, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        value = {fam: dict(opts) if isinstance(opts, tuple) else opts for fam, opts in value}
+    if not isinstance(value, Mapping):
+        raise HarnessSpecError(f"family_options must map family names to options, got {value!r} {example}")
+    out = []
+    for family, options in value.items():
+        if family not in FAMILY_OPTIONS:
+            raise HarnessSpecError(
+                f"unknown family {family!r} in family_options; families with options: "
+                f"{sorted(FAMILY_OPTIONS)} {example}"
+            )
+        if not isinstance(options, Mapping):
+            raise HarnessSpecError(
+                f"family_options.{family} must be a mapping of options, got {options!r} {example}"
+            )
+        normalized = dict(FAMILY_OPTIONS[family](options))
+        if normalized:
+            out.append((family, tuple(sorted(normalized.items()))))
+    return tuple(sorted(out))
 
 
 def _check_names(factor: str, value: Any) -> None:

@@ -1,9 +1,11 @@
 """TerminalEnv: a terminal task presented through a harness plus the terminal factors.
 
 It behaves like :class:`~harness_gym.core.env.HarnessEnv` (every generic factor applies) and
-adds the terminal factors of :class:`~harness_gym.envs.terminal.options.TerminalOptions`:
-presentation is bound into the harness (:class:`TerminalBoundHarness`), the shell mode is
-handed to the task. ``info`` adds ``terminal`` (the options), ``terminal_id``, ``command``
+adds the terminal factors of :class:`~harness_gym.envs.terminal.options.TerminalOptions`,
+which the harness carries (``family_options: {terminal: ...}``; ``terminal=`` sets them on
+the given harness, so they are part of ``info["harness_id"]``): presentation is bound into
+the harness (:class:`TerminalBoundHarness`), the shell mode is handed to the task.
+``info`` adds ``terminal`` (the options), ``terminal_id``, ``command``
 (what the sandbox reported for the last action: exit code, timing, the containment rules it
 ran into) and, at the end, ``verdict``. ``close()`` kills the sandbox and removes the
 episode directory.
@@ -17,7 +19,13 @@ from typing import Any, SupportsFloat
 
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
-from harness_gym.envs.terminal.options import TerminalBoundHarness, TerminalOptions
+from harness_gym.core.presets import resolve_harness
+from harness_gym.envs.terminal.options import (
+    TerminalBoundHarness,
+    TerminalOptions,
+    harness_options,
+    with_options,
+)
 from harness_gym.envs.terminal.task import TerminalTask
 
 
@@ -31,12 +39,16 @@ class TerminalEnv(HarnessEnv):
         render_mode: str | None = None,
         terminal: TerminalOptions | Mapping[str, Any] | None = None,
     ) -> None:
-        self.terminal = TerminalOptions.from_any(terminal)
+        if terminal is not None and not isinstance(terminal, (TerminalOptions, Mapping)):
+            raise TypeError(
+                f"terminal options must be a TerminalOptions or a dict, got {type(terminal).__name__}"
+            )
+        harness = with_options(_resolve(harness), terminal)
+        self.terminal = harness_options(harness)
         if isinstance(task, type):
             task = task(shell=self.terminal.shell)
         if not isinstance(task, TerminalTask):
             raise TypeError(f"TerminalEnv needs a TerminalTask, got {type(task).__name__}")
-        task.shell = self.terminal.shell
         super().__init__(task, harness=harness, render_mode=render_mode)
 
     @property
@@ -48,6 +60,8 @@ class TerminalEnv(HarnessEnv):
         if harness == self.harness and isinstance(getattr(self, "bound", None), TerminalBoundHarness):
             return
         super()._bind(harness)
+        self.terminal = harness_options(harness)
+        self.terminal_task.shell = self.terminal.shell
         self.bound = TerminalBoundHarness(
             harness, self.task.field_names, self.task.action_specs, self.terminal
         )
@@ -71,10 +85,26 @@ class TerminalEnv(HarnessEnv):
             info["verdict"] = self.terminal_task.verdict
         return observation, reward, terminated, truncated, info
 
+    def _spec_copy(self) -> dict[str, Any]:
+        spec = super()._spec_copy()
+        if "family_options" in spec:  # nested one level deeper than the base class copies
+            spec["family_options"] = {k: dict(v) for k, v in spec["family_options"].items()}
+        return spec
+
     def _terminal_info(self, info: dict[str, Any]) -> dict[str, Any]:
         info["terminal"] = self.terminal.to_dict()
         info["terminal_id"] = self.terminal.id
         return info
+
+
+def _resolve(harness: Harness | str | Mapping[str, Any] | Path | None) -> Harness:
+    """A harness from any form: terminal preset names first, then the generic presets."""
+    if isinstance(harness, str) and not harness.endswith((".yaml", ".yml")):
+        from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
+
+        if harness in TERMINAL_PRESETS:
+            return TERMINAL_PRESETS[harness]
+    return resolve_harness(harness)
 
 
 def make_terminal_env(

@@ -1,9 +1,9 @@
 """Terminal harness factors: how a coding harness runs and shows commands.
 
-These factors are specific to the terminal family, so they live beside the generic
-:class:`~harness_gym.core.harness.Harness` as :class:`TerminalOptions` (an immutable,
-serializable value with its own content-hash id) instead of in it; every existing harness id
-stays unchanged. The env records them in ``info["terminal"]`` and ``info["terminal_id"]``.
+These factors are specific to the terminal family: :class:`TerminalOptions` validates them,
+and a harness carries their non-default levels as ``family_options: {terminal: {...}}``, so
+they are part of the harness spec and id (a harness that sets none keeps its id). The env
+also records them in ``info["terminal"]`` and ``info["terminal_id"]``.
 
 Presentation (result format, truncation, cwd / exit code, completion signal) is applied by
 :class:`TerminalBoundHarness` on the harness side of the boundary; the world part (fresh or
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.harness import BoundHarness, Harness, HarnessSpecError
+from harness_gym.core.harness import BoundHarness, Harness, HarnessSpecError, register_family_options
 from harness_gym.core.task import Action, ActionSpec
 
 SENTINEL = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -103,6 +103,33 @@ class TerminalOptions:
 
     def replace(self, **changes: Any) -> TerminalOptions:
         return TerminalOptions.from_any({**self.to_dict(), **changes})
+
+
+#: The family name under which a harness carries terminal options (``family_options``).
+FAMILY = "terminal"
+
+
+def normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Checked terminal options with the default levels left out (the harness's validator)."""
+    return TerminalOptions.from_any(options).to_dict(full=False)
+
+
+register_family_options(FAMILY, normalize_options)
+
+
+def harness_options(harness: Harness) -> TerminalOptions:
+    """The terminal options a harness carries (defaults for those it does not set)."""
+    return TerminalOptions.from_any(harness.family(FAMILY))
+
+
+def with_options(harness: Harness, options: TerminalOptions | Mapping[str, Any] | None) -> Harness:
+    """``harness`` with terminal options set (each given option replaces the harness's own)."""
+    if options is None:
+        return harness
+    given = options.to_dict(full=False) if isinstance(options, TerminalOptions) else dict(options)
+    merged = {**harness.family(FAMILY), **given}
+    families = {**{f: dict(o) for f, o in harness.family_options}, FAMILY: merged}
+    return harness.replace(family_options=families)
 
 
 def cut(text: str, limit: int, keep: str) -> tuple[str, int]:
