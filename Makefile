@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS := test,analysis,rl,browser,llm
+EXTRAS := test,analysis,rl,browser,llm,pettingzoo
 
 .PHONY: setup system-deps demo test test-slow test-llm bench lint clean serve-model
 
