@@ -16,6 +16,8 @@ An agent spec is one of:
                       options after ``?``, e.g. ``llm?temperature=0.7`` (:mod:`harness_gym.llm.spec`)
 ``MODULE:FACTORY``    any callable ``FACTORY(env) -> Agent`` in an importable module
 ``FILE.py:FACTORY``   the same, from a Python file
+``NAME``              an agent a plugin registers (entry point group ``harness_gym.agents``, or
+                      ``harness_gym.core.plugins.register_agent`` in an ``--import`` module)
 ====================  ==========================================================================
 
 An *Agent* has ``reset(seed)`` and ``act(observation, info) -> str`` (see
@@ -50,6 +52,7 @@ AGENT_FORMS = (
     "openai:MODEL@URL",
     "MODULE:FACTORY",
     "FILE.py:FACTORY",
+    "NAME (a plugin's agent)",
 )
 
 #: Model hooks: spec prefix -> (module providing ``load_agent(path, env) -> Agent``, extra to
@@ -76,7 +79,7 @@ class AgentSpec:
     """A parsed agent spec: ``name`` is what rows record, ``kind`` how to build it."""
 
     name: str
-    kind: str  # random | oracle | oracle@ | model | llm | callable
+    kind: str  # random | oracle | oracle@ | model | llm | callable | plugin
     target: str = ""
     obj: Any = field(default=None, compare=False, repr=False)
 
@@ -107,6 +110,13 @@ class AgentSpec:
             return agent_factory(parse_llm_spec(self.target))
         if self.kind == "callable":
             return self.obj if self.obj is not None else _import_target(self.target)
+        if self.kind == "plugin":
+            from harness_gym.core.plugins import failures_note, find_agent
+
+            factory = find_agent(self.target)
+            if factory is None:
+                raise AgentSpecError(f"unknown agent {self.target!r}: no plugin has it{failures_note()}")
+            return factory
         raise AssertionError(self.kind)
 
     @property
@@ -196,7 +206,12 @@ def _parse_string(spec: str) -> AgentSpec:
         return AgentSpec(spec, "model", rest)
     if sep and rest and prefix:
         return AgentSpec(spec, "callable", spec)
-    raise AgentSpecError(f"unknown agent {spec!r}; valid forms: {_forms()}")
+    from harness_gym.core.plugins import AGENTS, failures_note, find_agent
+
+    if not sep and find_agent(spec) is not None:
+        return AgentSpec(spec, "plugin", spec)
+    plugins = f"; plugin agents: {sorted(AGENTS)}" if AGENTS else ""
+    raise AgentSpecError(f"unknown agent {spec!r}; valid forms: {_forms()}{plugins}{failures_note()}")
 
 
 def _model_factory(prefix: str, path: str) -> AgentFactory:

@@ -115,8 +115,6 @@ class HarnessReport:
     def fail(self, check: str, message: str) -> None:
         diff = self.harness.to_dict(full=False)
         levels = {k: diff[k] for k in CHECK_FACTORS[check] if k in diff}
-        if check in TASK_RULES:
-            message = f"{message}. Why it matters: {TASK_RULES[check]}"
         self.failures.append(CheckFailure(check, message, levels))
 
     def __str__(self) -> str:
@@ -377,10 +375,18 @@ def _check_task_rules(
     ]
     for rule, check in rules:
         _count(report, rule, 0)
+        start = len(report.failures)
         try:
             check(task_cls, seeds, report, ceiling)
         except Exception as err:  # noqa: BLE001 - the task's code raising is the finding
             report.fail(rule, f"checking it raised {type(err).__name__}: {' '.join(str(err).split())}")
+        # One failure per rule: what went wrong (the first few cases) and why the rule matters.
+        found = report.failures[start:]
+        if found:
+            del report.failures[start:]
+            shown = "; ".join(f.message for f in found[:3])
+            more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+            report.fail(rule, f"{shown}{more}. Why it matters: {TASK_RULES[rule]}")
 
 
 def _oracle_run(env: HarnessEnv, seed: int) -> dict[str, Any]:
