@@ -35,7 +35,6 @@ from pettingzoo import AECEnv
 from harness_gym.core.env import MAX_OBSERVATION_CHARS
 from harness_gym.core.harness import BoundHarness, Harness
 from harness_gym.core.presets import resolve_harness
-from harness_gym.core.spaces import UnicodeText
 from harness_gym.core.task import Action, ActionSpec, Param, Task
 from harness_gym.core.tools import ActionError, preview
 from harness_gym.multiagent.agents import AgentError, check_agent
@@ -131,7 +130,7 @@ class DelegationEnv(AECEnv):
         self.possible_agents = [CONTROLLER, WORKER]
         self.agents = []
         self.observation_spaces = {a: ObjectText(MAX_OBSERVATION_CHARS) for a in self.possible_agents}
-        self.action_spaces = {a: UnicodeText(MAX_OBSERVATION_CHARS) for a in self.possible_agents}
+        self.action_spaces = {a: ObjectText(MAX_OBSERVATION_CHARS) for a in self.possible_agents}
         self.budget = ch.step_budget or self.task.max_steps
         self._seed_stream = np.random.default_rng()
         self._seed: int | None = None

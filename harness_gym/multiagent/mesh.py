@@ -118,7 +118,7 @@ class HintMeshEnv(ParallelEnv):
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         size = self.panel.envs[0].observation_space.max_length
         self.observation_spaces = {a: ObjectText(size) for a in self.possible_agents}
-        self.action_spaces = {a: self.panel.envs[i].action_space for a, i in self._index.items()}
+        self.action_spaces = {a: ObjectText(size) for a in self.possible_agents}
         self.phase = "propose"
 
     # -- PettingZoo API ----------------------------------------------------------------------

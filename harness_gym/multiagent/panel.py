@@ -46,7 +46,7 @@ class HarnessPanelEnv(ParallelEnv):
         # Text as NumPy object dtype, so PettingZoo's AEC checks pass through parallel_to_aec.
         size = self.panel.envs[0].observation_space.max_length
         self.observation_spaces = {a: ObjectText(size) for a in self.possible_agents}
-        self.action_spaces = {a: self.panel.envs[i].action_space for a, i in self._index.items()}
+        self.action_spaces = {a: ObjectText(size) for a in self.possible_agents}
 
     def observation_space(self, agent: str) -> Any:
         return self.observation_spaces[check_agent(agent, self.possible_agents)]

@@ -3,7 +3,9 @@
 PettingZoo's ``api_test`` compares every observation's ``dtype`` with its space's, and a
 plain ``str`` has none. A :class:`TextObservation` is a ``str`` (it works wherever text does:
 ``json.dumps``, prompts, ``==``) that also says what it is to NumPy: a Python object. Its
-space, :class:`ObjectText`, is :class:`~harness_gym.core.spaces.UnicodeText` with that dtype.
+space, :class:`ObjectText`, is :class:`~harness_gym.core.spaces.UnicodeText` with that dtype;
+the multi-agent envs use it for actions too, and it can be iterated as a batch of texts (what
+SuperSuit's vector envs do with a batch of actions).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium.vector.utils import iterate
 
 from harness_gym.core.spaces import UnicodeText
 
@@ -38,3 +41,11 @@ class ObjectText(UnicodeText):
 
 def text_observation(text: str) -> TextObservation:
     return text if isinstance(text, TextObservation) else TextObservation(text)
+
+
+@iterate.register(ObjectText)
+def _iterate(space: ObjectText, items: Any) -> Any:
+    """A batch of texts (one per env) iterates text by text."""
+    if isinstance(items, str):
+        raise TypeError("a batch of texts is a sequence of str, one per env, not one str")
+    return iter(items)
