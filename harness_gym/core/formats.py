@@ -266,6 +266,85 @@ def render_html(fields: Fields) -> str:
     return "".join(out)
 
 
+#: Keys an accessibility-tree line shows in its head: ``[ref] tag 'text'``.
+_AX_HEAD = ("ref", "tag", "text")
+
+
+def _ax_quoted(text: str) -> str:
+    """A string in single quotes, as accessibility-tree dumps write names (escaped, one line)."""
+    inner = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
+    return f"'{inner}'"
+
+
+def _ax_scalar(value: Any) -> str:
+    """A leaf: strings quoted, empty containers as ``[]`` / ``{}``, other scalars bare."""
+    if isinstance(value, (dict, list)):
+        return _empty(value)
+    return _ax_quoted(value) if isinstance(value, str) else _inline(value)
+
+
+def _ax_node(node: dict[str, Any], depth: int, out: list[str]) -> None:
+    """One element line, ``[ref] tag 'text' key: value ...``, then its children one tab deeper."""
+    parts = []
+    if "ref" in node and not _nested(node["ref"]):
+        parts.append(f"[{_inline(_empty(node['ref']))}]")
+    if "tag" in node and not _nested(node["tag"]):
+        tag = node["tag"]
+        parts.append(tag if isinstance(tag, str) and tag and _PLAIN.match(tag) else _ax_scalar(tag))
+    if "text" in node and not _nested(node["text"]):
+        parts.append(_ax_scalar(node["text"]))
+    nested = []
+    for key, value in node.items():
+        if key in _AX_HEAD and not _nested(value):
+            continue
+        if isinstance(value, list) and value and not any(_nested(v) for v in value):
+            parts.append(f"{key}: [{', '.join(_ax_scalar(v) for v in value)}]")
+        elif _nested(value):
+            nested.append((key, value))
+        else:
+            parts.append(f"{key}: {_ax_scalar(value)}")
+    out.append("\t" * depth + (" ".join(parts) if parts else "{}"))
+    for key, value in nested:
+        if key != "children":
+            out.append("\t" * (depth + 1) + f"{key}:")
+            _ax_value(value, depth + 2, out)
+        else:
+            _ax_value(value, depth + 1, out)
+
+
+def _ax_value(value: Any, depth: int, out: list[str]) -> None:
+    if isinstance(value, dict):
+        _ax_node(value, depth, out)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, list):
+                out.append("\t" * depth + ("-" if item else "[]"))
+                _ax_value(item, depth + 1, out)
+            else:
+                _ax_value(item, depth, out)
+    else:
+        out.append("\t" * depth + _ax_scalar(value))
+
+
+def render_axtree(fields: Fields) -> str:
+    """An accessibility-tree-like text, as WebArena and BrowserGym show pages to models.
+
+    A scalar field is one ``name: value`` line; a nested one is ``name:`` followed by one
+    line per element, ``[ref] tag 'text' key: value ...`` (the ``ref``, ``tag`` and ``text``
+    keys, when present, make the line's head), children one tab deeper.
+    """
+    out: list[str] = []
+    for name, value in fields:
+        if _nested(value):
+            out.append(f"{name}:")
+            _ax_value(value, 0, out)
+        elif isinstance(value, str) and "\n" not in value and "\r" not in value:
+            out.append(f"{name}: {value}")
+        else:
+            out.append(f"{name}: {_ax_scalar(value)}")
+    return "\n".join(out)
+
+
 #: Observation format name -> renderer.
 RENDERERS: dict[str, Callable[[Fields], str]] = {
     "json": render_json,
@@ -274,6 +353,7 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
     "yaml": render_yaml,
     "key_value": render_key_value,
     "html": render_html,
+    "axtree": render_axtree,
 }
 
 

@@ -88,6 +88,13 @@ def action_grammar(
             options = [_tool_schema(toolbox, tool, max_string) for tool in toolbox.tools]
         schema = options[0] if len(options) == 1 else {"anyOf": options}
         return ActionGrammar("json_schema", schema, exact, len(exposed))
+    if toolbox.style == "json_flat":
+        if exact:
+            options = [_flat_schema(*toolbox.call(a)) for a in exposed]
+        else:
+            options = [_flat_tool_schema(toolbox, tool, max_string) for tool in toolbox.tools]
+        schema = options[0] if len(options) == 1 else {"anyOf": options}
+        return ActionGrammar("json_schema", schema, exact, len(exposed))
     if exact:
         pattern = "|".join(regex_literal(toolbox.format(a)) for a in exposed)
     else:
@@ -125,6 +132,32 @@ def _tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]
     }
 
 
+def _flat_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from harness_gym.core.tools import FLAT_KEY
+
+    return {
+        "type": "object",
+        "properties": {FLAT_KEY: {"const": name}, **{k: {"const": v} for k, v in arguments.items()}},
+        "required": [FLAT_KEY, *arguments],
+        "additionalProperties": False,
+    }
+
+
+def _flat_tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
+    from harness_gym.core.tools import FLAT_KEY
+
+    args = toolbox.json_schema(tool)
+    for prop in args["properties"].values():
+        if prop.get("type") == "string":
+            prop["maxLength"] = max_string
+    return {
+        "type": "object",
+        "properties": {FLAT_KEY: {"const": tool.name}, **args["properties"]},
+        "required": [FLAT_KEY, *args["required"]],
+        "additionalProperties": False,
+    }
+
+
 def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
     """One tool's calls in a non-JSON style: its name and typed, bounded arguments."""
     integer = r"-?[0-9]{1,9}"
@@ -137,6 +170,14 @@ def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
             for a, p in zip(tool.arg_names, tool.params)
         )
         return f"{name}\\({args}\\)"
+    if toolbox.style == "python_positional":
+        n = max_string
+        string = f"'([^'\\\\\\n]|\\\\.){{0,{n}}}'"
+        return f"{name}\\(" + ", ".join(string for _ in tool.params) + "\\)"
+    if toolbox.style == "bracket":
+        text = f"[^\\]\\n]{{0,{max_string}}}"  # the last argument may hold "]"; bounded here
+        values = "".join(f" \\[({integer if p.type == 'int' else text})\\]" for p in tool.params)
+        return f"{name}{values}"
     if toolbox.style == "xml":
         body = "".join(
             f"<{regex_literal(a)}>({integer if p.type == 'int' else f'[^<&]{{0,{max_string}}}'})"

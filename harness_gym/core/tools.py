@@ -22,7 +22,7 @@ from harness_gym.core.plugins import LiveLevels
 from harness_gym.core.task import Action, ActionSpec, Param
 
 #: The tool styles this package defines; :func:`register_tool_style` adds more.
-TOOL_STYLES = ("json", "xml", "python", "command")
+TOOL_STYLES = ("json", "xml", "python", "command", "python_positional", "bracket", "json_flat")
 TOOL_NAMINGS = ("canonical", "synonyms", "opaque")
 TOOL_DESCRIPTIONS = ("full", "terse", "none")
 
@@ -51,7 +51,14 @@ RESERVED_WORDS: dict[str, frozenset[str]] = {
     "python": frozenset(keyword.kwlist),
     "xml": frozenset(),
     "command": frozenset(),
+    "python_positional": frozenset(keyword.kwlist),
+    "bracket": frozenset(),
+    "json_flat": frozenset(),
 }
+
+#: The key that names the tool in a ``json_flat`` call (MiniWoB++'s action dict); no argument
+#: may take this name.
+FLAT_KEY = "action_type"
 
 
 def reserved_word(style: str, name: str, is_tool: bool = True) -> bool:
@@ -59,6 +66,8 @@ def reserved_word(style: str, name: str, is_tool: bool = True) -> bool:
     custom = STYLES.get(style)
     if custom is not None:
         return name in custom.reserved
+    if style == "json_flat" and not is_tool and name == FLAT_KEY:
+        return True
     return name in RESERVED_WORDS.get(style, frozenset())
 
 
@@ -299,6 +308,11 @@ class Toolbox:
             "xml": "Reply with one XML element named after the tool, one child element per "
             "argument, e.g. <tool><arg>value</arg></tool>.",
             "python": "Reply with one Python function call with keyword arguments, e.g. tool(arg=1).",
+            "python_positional": "Reply with one Python function call with positional arguments, "
+            "element ids written as strings, e.g. tool('12', 'text').",
+            "bracket": "Reply with one action: the tool name, then each argument in square "
+            "brackets, e.g. tool [12] [text].",
+            "json_flat": f'Reply with one JSON object: {{"{FLAT_KEY}": <tool>, <argument>: <value>, ...}}.',
             "command": "Reply with one command line: the tool name followed by its arguments "
             "in order, shell-quoted where needed.",
         }[self.style]
@@ -325,6 +339,12 @@ class Toolbox:
         if self.style == "python":
             inner = ", ".join(f"{k}={v!r}" for k, v in pairs)
             return f"{tool.name}({inner})"
+        if self.style == "python_positional":
+            return f"{tool.name}({', '.join(repr(str(v)) for _, v in pairs)})"
+        if self.style == "bracket":
+            return " ".join([tool.name, *(f"[{v}]" for _, v in pairs)])
+        if self.style == "json_flat":
+            return json.dumps({FLAT_KEY: tool.name, **dict(pairs)}, ensure_ascii=False)
         if self.style == "xml":
             inner = "".join(f"<{k}>{_xml_escape(str(v))}</{k}>" for k, v in pairs)
             return f"<{tool.name}>{inner}</{tool.name}>"
@@ -355,6 +375,11 @@ class Toolbox:
                 pass
         if self.style == "json":
             return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        if self.style == "json_flat":
+            if not isinstance(arguments, dict) or FLAT_KEY in arguments:
+                # Not an object of arguments: written so that the parser reports it.
+                return json.dumps({FLAT_KEY: name, "arguments": arguments}, ensure_ascii=False)
+            return json.dumps({FLAT_KEY: name, **arguments}, ensure_ascii=False)
         if self.style in STYLES:
             if not isinstance(arguments, dict):
                 return f"{name} {arguments!r}"  # left for parse to report
@@ -362,13 +387,15 @@ class Toolbox:
         if not isinstance(arguments, dict):
             # Not an object: written so that the style's parser reports a malformed call.
             raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-            if self.style == "python":
+            if self.style in ("python", "python_positional"):
                 return f"{name}({raw}"
+            if self.style == "bracket":
+                return f"{name} [{raw}"
             if self.style == "xml":
                 return f"<{name}>{_xml_escape(raw)}"
             return f"{name} {_shell_quote(raw)} '"
         pairs = [(str(k), v) for k, v in arguments.items()]
-        if self.style == "python":
+        if self.style in ("python", "python_positional"):
             return f"{name}({', '.join(f'{k}={v!r}' for k, v in pairs)})"
         if self.style == "xml":
             inner = "".join(f"<{k}>{_xml_escape(str(v))}</{k}>" for k, v in pairs)
@@ -412,6 +439,9 @@ class Toolbox:
             "xml": self._parse_xml,
             "python": self._parse_python,
             "command": self._parse_command,
+            "python_positional": self._parse_python_positional,
+            "bracket": self._parse_bracket,
+            "json_flat": self._parse_json_flat,
         }.get(self.style, self._parse_custom)
         try:
             return parser(text.strip())
@@ -579,7 +609,68 @@ class Toolbox:
             )
         return self._build(tool, arguments, from_text=False)
 
-    def _parse_python(self, text: str) -> Action:
+    def _parse_python_positional(self, text: str) -> Action:
+        """BrowserGym-style calls: positional (or keyword) arguments; ids may be strings."""
+        return self._parse_python(text, positional=True)
+
+    def _parse_bracket(self, text: str) -> Action:
+        """WebArena-style ``tool [a] [b]``: each argument in brackets; the last runs to the
+        last ``]`` (as WebArena's own regexes read ``type [id] [text]``), so it may hold ``]``."""
+        head = _BRACKET_NAME.match(text)
+        if head is None:
+            raise ActionError("malformed", f"expected an action like tool [argument], got {preview(text)}")
+        tool = self._tool(head.group(0))
+        values: list[str] = []
+        pos, n = head.end(), len(tool.arg_names)
+        for i in range(n):
+            while pos < len(text) and text[pos] in " \t":
+                pos += 1
+            if pos >= len(text):
+                missing = list(tool.arg_names[i:])
+                raise ActionError(
+                    "missing_argument",
+                    f"tool {tool.name!r} is missing argument(s) {missing}; write each as [value]",
+                )
+            if text[pos] != "[":
+                raise ActionError(
+                    "malformed", f"expected [ before argument {tool.arg_names[i]!r}: {preview(text)}"
+                )
+            end = text.rfind("]") if i == n - 1 else text.find("]", pos + 1)
+            if end <= pos:
+                raise ActionError(
+                    "malformed", f"argument {tool.arg_names[i]!r} has no closing ]: {preview(text)}"
+                )
+            values.append(text[pos + 1 : end])
+            pos = end + 1
+        rest = text[pos:].strip()
+        if rest:
+            kind = "extra_argument" if rest.startswith("[") else "malformed"
+            raise ActionError(
+                kind, f"unexpected text after {tool.name!r} and its {n} argument(s): {preview(rest)}"
+            )
+        return self._build(tool, dict(zip(tool.arg_names, values)), from_text=True)
+
+    def _parse_json_flat(self, text: str) -> Action:
+        """MiniWoB++-style ``{"action_type": tool, arg: value, ...}``."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as err:
+            data = None
+            if self.lenient and "," in text:
+                try:
+                    data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+                except (ValueError, RecursionError):
+                    pass
+            if data is None:
+                raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
+        if not isinstance(data, dict) or FLAT_KEY not in data:
+            raise ActionError(
+                "malformed", f'expected a JSON object {{"{FLAT_KEY}": <tool>, ...}}, got {preview(text)}'
+            )
+        tool = self._tool(data.pop(FLAT_KEY))
+        return self._build(tool, data, from_text=False)
+
+    def _parse_python(self, text: str, positional: bool = False) -> Action:
         try:
             node = ast.parse(text, mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -592,7 +683,7 @@ class Toolbox:
         tool = self._tool(_written(rows, node.func, node.func.id))
         given: dict[str, Any] = {}
         if node.args:
-            if not self.lenient:
+            if not (self.lenient or positional):
                 raise ActionError(
                     "malformed",
                     f"use keyword arguments: {tool.name}({', '.join(a + '=...' for a in tool.arg_names)})",
@@ -610,7 +701,7 @@ class Toolbox:
             if name in given:
                 raise ActionError("malformed", f"argument {preview(name)} given twice")
             given[name] = _literal(kw.value)
-        return self._build(tool, given, from_text=False)
+        return self._build(tool, given, from_text=positional)
 
     def _parse_xml(self, text: str) -> Action:
         text = text.strip()
@@ -864,7 +955,7 @@ def _action_spans(text: str, style: str, tools: Mapping[str, Tool]) -> list[tupl
     names = sorted(tools, key=len, reverse=True)
     if not names:
         return []
-    if style == "json":
+    if style in ("json", "json_flat"):
         pos = 0
         while (start := text.find("{", pos)) >= 0:
             end = _balanced_end(text, start, "{", "}")
@@ -872,7 +963,7 @@ def _action_spans(text: str, style: str, tools: Mapping[str, Tool]) -> list[tupl
                 break
             spans.append((start, end))
             pos = end
-    elif style == "python":
+    elif style in ("python", "python_positional"):
         head = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, names)) + r")[ \t]*\(")
         pos = 0
         while (m := head.search(text, pos)) is not None:
@@ -881,6 +972,8 @@ def _action_spans(text: str, style: str, tools: Mapping[str, Tool]) -> list[tupl
                 break
             spans.append((m.start(), end))
             pos = end
+    elif style == "bracket":
+        spans = _bracket_spans(text, tools, names)
     elif style == "xml":
         head = re.compile("<(" + "|".join(map(re.escape, names)) + ")>")
         closings: dict[str, list[int]] = {}
@@ -924,6 +1017,51 @@ def _action_spans(text: str, style: str, tools: Mapping[str, Tool]) -> list[tupl
         fenced = k >= 0 and fences[k][0] <= start and end <= fences[k][1]
         out.append((start, end, fenced))
     return out
+
+
+_BRACKET_NAME = re.compile(r"[^\s\[\]]+")
+_BRACKET_STOP = re.compile(r"[\]\n]")
+
+
+def _bracket_spans(text: str, tools: Mapping[str, Tool], names: list[str]) -> list[tuple[int, int]]:
+    """Spans of ``tool [a] [b]`` actions, each argument closed on its own line (linear time).
+
+    A tool without arguments counts only as a whole line. The position of the next ``]`` or
+    newline is remembered, so a line of unclosed brackets is scanned once, not once per name.
+    """
+    spans: list[tuple[int, int]] = []
+    head = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, names)) + r")(?![\w.])")
+    stop_from, stop_at = -1, -1
+    pos, n = 0, len(text)
+    while (m := head.search(text, pos)) is not None:
+        tool = tools[m.group(0)]
+        i, ok = m.end(), True
+        for _ in tool.arg_names:
+            while i < n and text[i] in " \t":
+                i += 1
+            if i >= n or text[i] != "[":
+                ok = False
+                break
+            if not stop_from <= i + 1 <= stop_at:
+                stop = _BRACKET_STOP.search(text, i + 1)
+                stop_from, stop_at = i + 1, stop.start() if stop else n
+            if stop_at >= n or text[stop_at] != "]":
+                ok = False
+                break
+            i = stop_at + 1
+        if ok and not tool.arg_names:
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            line_end = text.find("\n", m.end())
+            line_end = n if line_end < 0 else line_end
+            ok = not text[line_start : m.start()].strip(_COMMAND_PREFIX) and not text[
+                m.end() : line_end
+            ].strip(" \t`")
+        if ok:
+            spans.append((m.start(), i))
+            pos = i
+        else:
+            pos = m.end()
+    return spans
 
 
 def _command_end(text: str, i: int, unclosed: dict[str, int]) -> int:
