@@ -50,6 +50,9 @@ def test_look_alike_digits_are_not_integers(style: str) -> None:
         "python": "click(ref='３')",
         "xml": "<click><ref>３</ref></click>",
         "command": "click ３",
+        "python_positional": "click('３')",
+        "bracket": "click [３]",
+        "json_flat": '{"action_type": "click", "ref": "３"}',
     }[style]
     for parser in PARSERS:
         assert kind_of(box(style, parser), text) == "wrong_type"
@@ -60,12 +63,18 @@ ONE = {
     "python": "click(ref=1)",
     "xml": "<click><ref>1</ref></click>",
     "command": "click 1",
+    "python_positional": "click('1')",
+    "bracket": "click [1]",
+    "json_flat": '{"action_type": "click", "ref": 1}',
 }
 TWO = {
     "json": '{"name": "click", "arguments": {"ref": 2}}',
     "python": "click(ref=2)",
     "xml": "<click><ref>2</ref></click>",
     "command": "click 2",
+    "python_positional": "click('2')",
+    "bracket": "click [2]",
+    "json_flat": '{"action_type": "click", "ref": 2}',
 }
 SHAPES: dict[str, Callable[[str, str], str]] = {
     "newline": lambda a, b: f"{a}\n{b}",
@@ -195,6 +204,25 @@ def _worst_shapes(style: str) -> dict[str, Callable[[int], str]]:
             "escaped double quotes": lambda n: 'click "' + '\\"' * (n // 2),
             "many lines": lambda n: "click 1\n" * (n // 8),
             "many words": lambda n: "click " + "a " * (n // 2),
+        },
+        "python_positional": {
+            "open calls": lambda n: "click(" * (n // 6),
+            "open call then quotes": lambda n: "click('" + "a" * n,
+            "many arguments": lambda n: "click(" + "'1', " * (n // 5) + ")",
+            "many calls": lambda n: "click('1') " * (n // 11),
+        },
+        "bracket": {
+            "open brackets": lambda n: "click [" * (n // 7),
+            "open bracket per line": lambda n: "click [\n" * (n // 8),
+            "long argument": lambda n: "type [3] [" + "a" * n,
+            "many brackets": lambda n: "click " + "[a] " * (n // 4),
+            "many lines": lambda n: "click [1]\n" * (n // 10),
+        },
+        "json_flat": {
+            "open braces": lambda n: "{" * n,
+            "unterminated argument": lambda n: '{"action_type": "type", "text": "' + "a" * n,
+            "trailing commas": lambda n: '{"a": 1,}, ' * (n // 11),
+            "many objects": lambda n: '{"action_type": "click"} ' * (n // 25),
         },
     }
     return {**common, **per_style[style]}
