@@ -40,8 +40,7 @@ def require_pettingzoo() -> Any:
         return importlib.import_module("pettingzoo")
     except ImportError as err:
         raise ImportError(
-            f"harness_gym.multiagent needs PettingZoo (missing: {err.name}); install it with "
-            f"{INSTALL_HINT}"
+            f"harness_gym.multiagent needs PettingZoo (missing: {err.name}); install it with {INSTALL_HINT}"
         ) from None
 
 

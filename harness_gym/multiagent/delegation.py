@@ -192,9 +192,7 @@ class DelegationEnv(AECEnv):
             if self._report:
                 text += "\n\n" + self._report
         else:
-            text = self.worker_bound.render(
-                fields, step=self._turn_steps, error=self._shown_error[WORKER]
-            )
+            text = self.worker_bound.render(fields, step=self._turn_steps, error=self._shown_error[WORKER])
             text = f"Instruction from the controller: {self._instruction}\n\n{text}"
         return TextObservation(text[:MAX_OBSERVATION_CHARS])
 

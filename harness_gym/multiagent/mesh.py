@@ -213,9 +213,7 @@ class HintMeshEnv(ParallelEnv):
                 self._invalid_proposals[agent] += 1
                 self._proposal_error[agent] = err
                 policy = env.harness.invalid_action
-                self._shown_error[agent] = (
-                    None if policy == "ignore" else f"Your proposal: {err.message}"
-                )
+                self._shown_error[agent] = None if policy == "ignore" else f"Your proposal: {err.message}"
                 if policy == "end":
                     terms[agent] = True
                     self._ended_by_proposal.add(agent)

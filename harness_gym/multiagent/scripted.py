@@ -51,9 +51,7 @@ class ScriptedController:
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         turn = info["turns"] + 1
-        delegate = self.mode == "always" or (
-            self.mode == "after_invalid" and info["last_error"] is not None
-        )
+        delegate = self.mode == "always" or (self.mode == "after_invalid" and info["last_error"] is not None)
         if delegate:
             return self.delegation()
         if turn in self.mistakes:
@@ -64,9 +62,7 @@ class ScriptedController:
         """A delegation written as this episode's channel says."""
         if self.env.channel.delegation_style == "prefix":
             return f"DELEGATE: {self.instruction}"
-        return self.env.controller_bound.format_action(
-            Action.of("delegate", instruction=self.instruction)
-        )
+        return self.env.controller_bound.format_action(Action.of("delegate", instruction=self.instruction))
 
 
 class OracleWorker:
