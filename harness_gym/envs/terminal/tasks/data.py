@@ -162,3 +162,169 @@ class TermLogTopIp(TerminalTask):
         text = (self.read("top_ip.txt") or "").strip()
         ok = text == self.params["answer"]
         return ok, "" if ok else f"top_ip.txt holds {text!r}"
+
+
+class TermCsvToJson(TerminalTask):
+    task_id = "TermCsvToJson"
+    description = "Convert the rows of a CSV file to a typed, filtered, sorted JSON list."
+
+    def build(self, rng: np.random.Generator) -> None:
+        city = WORDS[int(rng.integers(0, 6))]
+        rows = []
+        for name in NAMES:
+            rows.append(
+                {"name": name, "age": int(rng.integers(18, 80)), "city": WORDS[int(rng.integers(0, 6))]}
+            )
+        if not any(r["city"] == city for r in rows):
+            rows[int(rng.integers(0, len(rows)))]["city"] = city
+        key = ["age", "name"][int(rng.integers(0, 2))]
+        text = "name,age,city\n" + "".join(f"{r['name']},{r['age']},{r['city']}\n" for r in rows)
+        expected = sorted((r for r in rows if r["city"] == city), key=lambda r: (r[key], r["name"]))
+        self.files = {"people.csv": text}
+        self.params = {"city": city, "key": key, "expected": expected}
+        self.instruction = (
+            "/app/people.csv has columns name,age,city. Write /app/people.json: a JSON array of "
+            f"the rows whose city is '{city}', each an object with keys name (string), age "
+            f"(integer) and city (string), sorted by {key}" + (" (ties by name)." if key == "age" else ".")
+        )
+
+    def solution(self) -> str:
+        p = self.params
+        return (
+            "cd /app && python3 -c \"import csv, json; r=[dict(x, age=int(x['age'])) for x in "
+            f"csv.DictReader(open('people.csv')) if x['city']=='{p['city']}']; "
+            f"r.sort(key=lambda x: (x['{p['key']}'], x['name'])); json.dump(r, open('people.json','w'))\""
+        )
+
+    def verify(self) -> tuple[bool, str]:
+        text = self.read("people.json")
+        if text is None:
+            return False, "people.json is missing"
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            return False, f"people.json is not JSON: {err}"
+        ok = data == self.params["expected"] and all(
+            isinstance(r, dict) and type(r.get("age")) is int for r in data
+        )
+        return ok, "" if ok else "people.json does not hold the expected rows"
+
+
+class TermSqliteUpdate(TerminalTask):
+    task_id = "TermSqliteUpdate"
+    description = "Update prices and delete rows in a SQLite database."
+
+    def build(self, rng: np.random.Generator) -> None:
+        categories = pick_categories(rng)
+        rows = []
+        for i, name in enumerate(WORDS[: int(rng.integers(12, 24))]):
+            rows.append(
+                (
+                    i + 1,
+                    name,
+                    categories[int(rng.integers(0, 3))],
+                    int(rng.integers(100, 5000)),
+                    int(rng.integers(0, 4)),
+                )
+            )
+        category, percent = categories[int(rng.integers(0, 3))], int(rng.integers(5, 30))
+        if not any(r[4] == 0 for r in rows):
+            rows[0] = (*rows[0][:4], 0)
+        expected = [
+            (i, n, c, p * (100 + percent) // 100 if c == category else p, s)
+            for i, n, c, p, s in rows
+            if s != 0
+        ]
+        self.files = {
+            "store.db": sqlite_blob(
+                "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT, category TEXT, "
+                "price INTEGER, stock INTEGER)",
+                "INSERT INTO products VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+        }
+        self.params = {"category": category, "percent": percent, "expected": expected}
+        self.instruction = (
+            "/app/store.db is a SQLite database with a table products(id, name, category, price, "
+            f"stock); prices are integer cents. Raise the price of every product in category "
+            f"'{category}' by {percent} percent (new price = price * {100 + percent} / 100, "
+            "rounded down to an integer), and delete every product whose stock is 0."
+        )
+
+    def solution(self) -> str:
+        p = self.params
+        return (
+            f'cd /app && sqlite3 store.db "UPDATE products SET price = price * {100 + p["percent"]} / 100 '
+            f"WHERE category = '{p['category']}'; DELETE FROM products WHERE stock = 0;\""
+        )
+
+    def verify(self) -> tuple[bool, str]:
+        res = self.sh("cd /app && sqlite3 -json store.db 'SELECT * FROM products ORDER BY id'", timeout=10)
+        if res.exit_code != 0:
+            return False, f"cannot read store.db: {res.stderr[-200:]}"
+        try:
+            got = [tuple(r.values()) for r in json.loads(res.stdout or "[]")]
+        except ValueError:
+            return False, "cannot read the products table"
+        ok = got == [tuple(r) for r in self.params["expected"]]
+        return ok, "" if ok else "the products table is not as expected"
+
+
+class TermLogErrorsPerHour(TerminalTask):
+    task_id = "TermLogErrorsPerHour"
+    description = "Count the ERROR lines of a log per hour and write a CSV summary."
+
+    def build(self, rng: np.random.Generator) -> None:
+        day = f"2024-{int(rng.integers(1, 13)):02d}-{int(rng.integers(1, 29)):02d}"
+        lines, counts = [], Counter()
+        start = int(rng.integers(0, 18))
+        for _ in range(int(rng.integers(40, 90))):
+            hour = start + int(rng.integers(0, 6))
+            level = ["INFO", "INFO", "WARN", "ERROR"][int(rng.integers(0, 4))]
+            counts[hour] += level == "ERROR"
+            stamp = f"{day} {hour:02d}:{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}"
+            lines.append((stamp, f"{stamp} {level} {WORDS[int(rng.integers(0, len(WORDS)))]} request failed"))
+        lines.sort()
+        if not counts or sum(counts.values()) == 0:
+            lines.append((f"{day} {start:02d}:59:59", f"{day} {start:02d}:59:59 ERROR late"))
+            counts[start] += 1
+        body = "".join(f"{h:02d},{c}\n" for h, c in sorted(counts.items()) if c)
+        self.files = {"logs/service.log": "".join(text + "\n" for _, text in lines)}
+        self.params = {"expected": "hour,count\n" + body}
+        self.instruction = (
+            "/app/logs/service.log has lines 'YYYY-MM-DD HH:MM:SS LEVEL message'. Write "
+            "/app/errors_by_hour.csv with the header 'hour,count' and one row per hour (two "
+            "digits, e.g. 07) that has at least one ERROR line, giving the number of ERROR "
+            "lines in that hour, sorted by hour."
+        )
+
+    def solution(self) -> str:
+        return (
+            "cd /app && awk '$3 == \"ERROR\" {print substr($2, 1, 2)}' logs/service.log | sort | uniq -c "
+            '| awk \'BEGIN {print "hour,count"} {print $2 "," $1}\' > errors_by_hour.csv'
+        )
+
+    def verify(self) -> tuple[bool, str]:
+        text = self.read("errors_by_hour.csv")
+        ok = text is not None and text.strip() == self.params["expected"].strip()
+        return ok, "" if ok else f"errors_by_hour.csv holds {(text or '')[:200]!r}"
+
+
+def pick_categories(rng: np.random.Generator) -> list[str]:
+    return [("tools", "garden", "kitchen", "toys", "books")[int(i)] for i in rng.choice(5, 3, replace=False)]
+
+
+def sqlite_blob(create: str, insert: str, rows: list[tuple]) -> bytes:
+    """The bytes of a fresh SQLite database holding ``rows``."""
+    fd, path = tempfile.mkstemp(suffix=".db")
+    os.close(fd)
+    try:
+        con = sqlite3.connect(path)
+        con.execute(create)
+        con.executemany(insert, rows)
+        con.commit()
+        con.close()
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)

@@ -181,3 +181,126 @@ class TermFixBug(TerminalTask):
         res = self.sh("cd /app && python3 test_mathlib.py", timeout=10)
         ok = res.exit_code == 0 and res.stdout.strip().endswith("ok")
         return ok, "" if ok else f"the test fails: {res.stderr[-300:]}"
+
+
+class TermGitMergeConflict(_GitTask):
+    task_id = "TermGitMergeConflict"
+    description = "Merge a branch into main and resolve a one-line conflict as instructed."
+    max_steps = 10
+
+    def build(self, rng: np.random.Generator) -> None:
+        w = pick(rng, WORDS, 5)
+        key = ["color", "mode", "owner", "region"][int(rng.integers(0, 4))]
+        size = int(rng.integers(1, 100))
+        conf = f"name = {w[0]}\n{key} = {w[1]}\nsize = {size}\n"
+        branch = f"feature/{w[2]}"
+        ours, theirs = w[3], w[4]
+        side = "main" if rng.random() < 0.5 else "branch"
+        self.files = {"settings.conf": conf}
+        self.setup = [
+            GIT_INIT,
+            f"git checkout -qb {branch} && sed -i 's/^{key} = .*/{key} = {theirs}/' settings.conf "
+            f"&& echo '{w[2]} notes' > {w[2]}.md && git add -A && git commit -qm 'set {key} to {theirs}' "
+            f"&& git checkout -q main && sed -i 's/^{key} = .*/{key} = {ours}/' settings.conf "
+            f"&& git commit -qam 'set {key} to {ours}'",
+        ]
+        kept = ours if side == "main" else theirs
+        self.params = {
+            "branch": branch,
+            "side": side,
+            "expected": conf.replace(f"{key} = {w[1]}", f"{key} = {kept}"),
+            "extra": f"{w[2]}.md",
+        }
+        which = "main's value" if side == "main" else f"the value from {branch}"
+        self.instruction = (
+            f"In the git repository /app, merge the branch '{branch}' into main. The merge "
+            f"conflicts in settings.conf on the '{key}' line: resolve it by keeping {which} "
+            f"('{kept}') and everything else unchanged, then commit the merge (a merge commit "
+            "with both parents). The working tree must end clean, on main."
+        )
+
+    def solution(self) -> str:
+        p = self.params
+        side = "--ours" if p["side"] == "main" else "--theirs"
+        return (
+            f"cd /app && git merge -q {p['branch']} >/dev/null 2>&1; git checkout {side} settings.conf "
+            "&& git add settings.conf && git commit -q --no-edit"
+        )
+
+    def verify(self) -> tuple[bool, str]:
+        p = self.params
+        head = self.git("rev-parse --abbrev-ref HEAD")
+        parents = self.git("rev-list --parents -n 1 HEAD")
+        status = self.git("status --porcelain")
+        if head is None or parents is None or status is None:
+            return False, "not a git repository"
+        if head.strip() != "main":
+            return False, f"HEAD is {head.strip()!r}, not main"
+        if len(parents.split()) != 3:
+            return False, "HEAD is not a merge commit"
+        if self.sh(f"cd /app && git merge-base --is-ancestor {p['branch']} HEAD", timeout=10).exit_code:
+            return False, f"{p['branch']} is not merged into main"
+        if status.strip():
+            return False, "the working tree is not clean"
+        if self.read("settings.conf") != p["expected"]:
+            return False, "settings.conf is not resolved as asked"
+        if self.read(p["extra"]) is None:
+            return False, f"{p['extra']} from the branch is missing"
+        return True, ""
+
+
+class TermGitCherryPick(_GitTask):
+    task_id = "TermGitCherryPick"
+    description = "Bring exactly one commit of another branch onto main."
+
+    def build(self, rng: np.random.Generator) -> None:
+        w = pick(rng, WORDS, 5)
+        picked = int(rng.integers(0, 3))
+        self.files = {"README.md": f"# {w[0]}\n"}
+        commits = " && ".join(
+            f"echo '{name} {int(rng.integers(0, 1000))}' > {name}.txt && git add {name}.txt "
+            f"&& git commit -qm 'add {name}'"
+            for name in w[2:5]
+        )
+        self.setup = [GIT_INIT, f"git checkout -qb {w[1]} && {commits} && git checkout -q main"]
+        self.params = {
+            "branch": w[1],
+            "picked": w[2 + picked],
+            "others": [w[2 + i] for i in range(3) if i != picked],
+        }
+        self.instruction = (
+            f"In the git repository /app, the branch '{w[1]}' has three commits. Apply only the "
+            f"commit 'add {w[2 + picked]}' on top of main (one new commit on main with the same "
+            "message), without the other two. Stay on main; the working tree must end clean."
+        )
+
+    def solution(self) -> str:
+        p = self.params
+        return (
+            f"cd /app && git cherry-pick $(git log --format=%H --grep='^add {p['picked']}$' {p['branch']}) "
+            ">/dev/null"
+        )
+
+    def verify(self) -> tuple[bool, str]:
+        p = self.params
+        head = self.git("rev-parse --abbrev-ref HEAD")
+        subject = self.git("log -1 --format=%s")
+        count = self.git("rev-list --count HEAD")
+        status = self.git("status --porcelain")
+        if None in (head, subject, count, status):
+            return False, "not a git repository"
+        if head.strip() != "main" or count.strip() != "2":
+            return (
+                False,
+                f"expected main with exactly one new commit (on {head.strip()}, {count.strip()} commits)",
+            )
+        if subject.strip() != f"add {p['picked']}":
+            return False, f"the new commit is {subject.strip()!r}"
+        if status.strip():
+            return False, "the working tree is not clean"
+        want = self.git(f"show {p['branch']}:{p['picked']}.txt")
+        if want is None or self.read(f"{p['picked']}.txt") != want:
+            return False, f"{p['picked']}.txt is not as on {p['branch']}"
+        if any(self.exists(f"{o}.txt") for o in p["others"]):
+            return False, "other commits of the branch were applied too"
+        return True, ""
