@@ -12,6 +12,8 @@
   instance) and the residual: a sums-of-squares decomposition;
 * ``ceiling_vs_deployed.png``: per task, the ceiling and each agent's deployed return;
 * ``harness_spread.png``: per task, the worst, mean and best harness's success rate;
+* for a harness-search folder (:mod:`harness_gym.analysis.search`), a first section with
+  ``search_trajectory.png`` and the test-seed tables (:mod:`harness_gym.analysis.search_report`);
 * ``report.md`` (images as relative files), ``report.html`` (images embedded as data URIs, so
   the one file can be mailed or moved), and CSV tables (``mismatch.csv``,
   ``marginal_effects.csv``, ``variance.csv``, ``worst_harness.csv``).
@@ -559,6 +561,13 @@ def build_report(
             ],
         ),
     ]
+    from harness_gym.analysis.search_report import PLOT as SEARCH_PLOT
+    from harness_gym.analysis.search_report import is_search_folder, search_section
+
+    if is_search_folder(sweep_dir):  # a harness-search folder: its section comes first
+        sections.insert(0, search_section(sweep_dir, out))
+        if (out / SEARCH_PLOT).exists():
+            plots[SEARCH_PLOT] = out / SEARCH_PLOT
     if len(errors):
         shown = errors[["index", "agent", "task_id", "harness_name", "seed", "error"]].head(20)
         sections.append(

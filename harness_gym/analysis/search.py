@@ -160,6 +160,7 @@ class _Search:
                         "dev_difference": diff.mean,
                         "dev_steps_from": old.steps,
                         "dev_steps_to": new.steps,
+                        "decided_by": _decided_by(new.key(), old.key()),
                         "episodes_spent": self.ev.spent,
                     }
                 )
@@ -423,6 +424,7 @@ _IMPROVEMENT_COLUMNS = [
     "dev_difference",
     "dev_steps_from",
     "dev_steps_to",
+    "decided_by",
     "episodes_spent",
     "test_success_from",
     "test_success_to",
@@ -432,6 +434,14 @@ _IMPROVEMENT_COLUMNS = [
     "accepted_on_test",
     "significant_on_test",
 ]
+
+
+def _decided_by(new: tuple[float, ...], old: tuple[float, ...]) -> str:
+    """Which part of the key made the rule accept: success, steps or characters."""
+    for name, a, b in zip(("success", "fewer steps", "fewer characters"), new, old):
+        if a != b:
+            return name
+    return "tie"
 
 
 def _score_columns(s: Score) -> dict[str, Any]:

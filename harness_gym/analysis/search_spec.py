@@ -240,10 +240,21 @@ def rung_seed_counts(n_seeds: int, n_candidates: int, n_tasks: int, budget: int,
                 return counts, cost
             alive, k = max(1, math.ceil(alive / eta)), k * eta
 
-    best = plan(1)[0]
+    counts, cost = plan(1)
+    while len(counts) > 1 and cost > budget:  # too many rungs even at one seed: drop the last
+        last = counts.pop()
+        cost -= (last - counts[-1]) * _alive(n_candidates, eta, len(counts)) * n_tasks
+    best = counts
     for k0 in range(2, n_seeds + 1):
         counts, cost = plan(k0)
         if cost > budget:
             break
         best = counts
     return best
+
+
+def _alive(n: int, eta: int, rung: int) -> int:
+    """Candidates left at a rung: ``n`` halved (by ``eta``) ``rung`` times."""
+    for _ in range(rung):
+        n = max(1, math.ceil(n / eta))
+    return n

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import harness_gym
-from harness_gym.cli import check, evaluate, listing, play, report, sweep, train
+from harness_gym.cli import check, evaluate, listing, play, report, search, sweep, train
 from harness_gym.cli.common import (
     IMPORT_OPTION,
     CLIExit,
@@ -43,6 +43,7 @@ VERBS = {
     "check": check,
     "sweep": sweep,
     "report": report,
+    "search": search,
 }
 
 
