@@ -16,8 +16,12 @@
 * **Few round trips.** Page-side code is installed by init scripts and called by name through
   the DevTools protocol: a reset is one round trip, a click or a selection one more, each
   returning the observation.
-* **Crashes.** Any browser failure raises :class:`BrowserCrashedError`; the session is then
-  marked broken and the next :meth:`BrowserSession.load` starts a new browser.
+* **Deadlines.** Every call into the browser runs under a deadline (``call_timeout``, one per
+  reset or step, however many DevTools calls it makes). A watchdog thread kills the browser
+  when a call outlives it, and a page's Playwright ``crash`` event (a renderer died) kills it
+  at once, so the blocked call fails instead of waiting forever for a page that will never
+  answer. The call then raises :class:`BrowserTimeoutError` or :class:`BrowserCrashedError`;
+  the session is broken and the next :meth:`BrowserSession.load` starts a new browser.
 * **Clean close.** :meth:`BrowserSession.close` closes the browser and, as a last resort,
   kills any process of that browser that is still alive (found by a session tag in its
   environment and its private profile directory), so no Chromium process outlives its env.
@@ -35,6 +39,8 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +63,7 @@ LAUNCH_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    "--disable-smooth-scrolling",  # a key that scrolls has scrolled when the call returns
     # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
     # frame object per navigation; the back-forward cache keeps the old document alive).
     # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
@@ -66,8 +73,12 @@ LAUNCH_ARGS = (
     "NetworkTimeServiceQuerying,PreconnectToSearch,AimEnabled",
 )
 VIEWPORT = {"width": 500, "height": 600}
-#: Longest wait for any single browser operation (ms).
-TIMEOUT_MS = 15_000
+#: Default deadline of one reset or one step, all its browser calls together (seconds).
+CALL_TIMEOUT_S = 15.0
+#: Longest wait for Chromium to start (seconds).
+LAUNCH_TIMEOUT_S = 30.0
+#: Longest wait for a browser that answers to close before it is killed (seconds).
+CLOSE_TIMEOUT_S = 5.0
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
 DEFAULT_TABS = 4
 #: What the DevTools protocol answers when the document went away under (or before) a call.
@@ -136,7 +147,15 @@ class BrowserUnavailableError(RuntimeError):
 
 
 class BrowserCrashedError(RuntimeError):
-    """The browser died or stopped answering during an episode."""
+    """The browser died (or a page of it crashed) during a call; ``error_kind`` names it."""
+
+    error_kind = "browser_crashed"
+
+
+class BrowserTimeoutError(BrowserCrashedError):
+    """The browser did not answer a call within its deadline, and was killed."""
+
+    error_kind = "browser_timeout"
 
 
 def find_chromium() -> str:
@@ -267,6 +286,67 @@ def _kill_all(needle: str) -> None:
             pass
 
 
+def _browser_pid(marker: str) -> int | None:
+    """The browser process (not a renderer, zygote or helper) whose environment has ``marker``."""
+    for pid in processes_matching(marker):
+        command = _cmdline(pid)  # a zygote's children rewrite theirs as one space-separated string
+        if "--type=" not in command and "crashpad" not in command.split(" ")[0]:
+            return pid
+    return None
+
+
+class _Watchdog:
+    """A daemon thread that calls ``expire()`` when an armed deadline passes.
+
+    Arming and disarming cost a lock and two assignments (no thread wake-up per call): the
+    thread sleeps until the earliest deadline it knows of and re-reads the current one then.
+    """
+
+    def __init__(self, expire: Callable[[], None]) -> None:
+        self._expire = expire
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._sleeping_until: float | None = None  # None: idle, waiting for an arm
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="harness-gym-browser-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, seconds: float) -> None:
+        with self._cond:
+            self._deadline = time.monotonic() + seconds
+            if self._sleeping_until is None or self._sleeping_until > self._deadline:
+                self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                deadline = self._deadline
+                if deadline is None:
+                    self._sleeping_until = None
+                    self._cond.wait()
+                    continue
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._sleeping_until = deadline
+                    self._cond.wait(left)
+                    continue
+                self._deadline = None
+                self._cond.release()
+                try:
+                    self._expire()
+                finally:
+                    self._cond.acquire()
+
+
 class _Handles:
     """What a finalizer needs to clean up after a session (no reference to the session)."""
 
@@ -277,14 +357,46 @@ class _Handles:
         #: browser (and its crash handler) inherit, and the private profile directory that
         #: every child process names on its command line.
         self.needles: list[str] = []
+        #: The browser process, killed first (its pipe closing fails every pending call).
+        self.main_pid: int | None = None
+        #: Why the browser was killed during a call: "timeout" (watchdog) or "crash" (a page's
+        #: ``crash`` event); None while it is fine.
+        self.failure: str | None = None
+        self.watchdog = _Watchdog(self.on_timeout)
+
+    def on_timeout(self) -> None:
+        self.fail("timeout")
+
+    def on_crash(self, *_: Any) -> None:
+        self.fail("crash")
+
+    def fail(self, why: str) -> None:
+        """Kill the browser, so that a call waiting for it fails at once."""
+        if self.failure is None:
+            self.failure = why
+        self.kill()
+
+    def kill(self) -> None:
+        if self.main_pid is not None:
+            try:
+                os.kill(self.main_pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for needle in self.needles:
+            _kill_all(needle)
 
     def shutdown(self) -> None:
         browser, self.browser = self.browser, None
+        if self.failure is not None:
+            self.kill()  # a dead or frozen browser: Playwright's close would wait for it
         if browser is not None and self.driver_key == (os.getpid(), threading.get_ident()):
+            self.watchdog.arm(CLOSE_TIMEOUT_S)
             try:
                 browser.close()
             except Exception:  # noqa: BLE001 - closing a crashed browser may fail
                 pass
+            finally:
+                self.watchdog.disarm()
         deadline = time.monotonic() + 2.0
         while self.needles and time.monotonic() < deadline:
             left = [pid for needle in self.needles for pid in processes_matching(needle)]
@@ -293,9 +405,15 @@ class _Handles:
             for needle in self.needles:
                 _kill_all(needle)
             time.sleep(0.01)
+        self.main_pid = None
+        self.failure = None
         key, self.driver_key = self.driver_key, None
         if key is not None:
             _release_driver(key)
+
+    def close(self) -> None:
+        self.shutdown()
+        self.watchdog.stop()
 
 
 class BrowserSession:
@@ -305,16 +423,24 @@ class BrowserSession:
         executable: the Chromium binary (default: :func:`find_chromium`).
         tabs: how many tabs to keep. One runs the episode; the others load the next episodes'
             documents in the background (``tabs=1``: every reset waits for a page load).
+        call_timeout: the deadline, in seconds, of one :meth:`guard` block (a reset, a step):
+            past it the browser is killed and the block raises :class:`BrowserTimeoutError`.
     """
 
-    def __init__(self, executable: str | None = None, tabs: int = DEFAULT_TABS) -> None:
+    def __init__(
+        self, executable: str | None = None, tabs: int = DEFAULT_TABS, call_timeout: float = CALL_TIMEOUT_S
+    ) -> None:
         if tabs < 1:
             raise ValueError(f"tabs must be at least 1, got {tabs}")
+        if not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.executable = executable or find_chromium()
         self.tabs = tabs
+        self.call_timeout = float(call_timeout)
         self.launches = 0
         self._handles = _Handles()
-        self._finalizer = weakref.finalize(self, self._handles.shutdown)
+        self._finalizer = weakref.finalize(self, self._handles.close)
+        self._guard_depth = 0
         self._context: Any = None
         self._pages: list[Any] = []
         self._cdp: list[Any] = []  # a DevTools session per tab: how scripts run in the pages
@@ -331,23 +457,77 @@ class BrowserSession:
     @property
     def alive(self) -> bool:
         """Whether the browser is running and answering (no round trip)."""
-        browser = self._handles.browser
-        return browser is not None and not self._broken and browser.is_connected()
+        handles = self._handles
+        browser = handles.browser
+        return browser is not None and not self._broken and handles.failure is None and browser.is_connected()
 
     def pids(self) -> list[int]:
         """The browser's live processes (browser, zygotes, renderers, GPU and utility ones)."""
         return sorted({pid for needle in self._handles.needles for pid in processes_matching(needle)})
 
+    # -- deadlines ----------------------------------------------------------------------------
+
+    @contextmanager
+    def guard(self, what: str, seconds: float | None = None) -> Iterator[None]:
+        """Run a block of browser calls under one deadline (default: ``call_timeout``).
+
+        Past the deadline the watchdog kills the browser, and a page's ``crash`` event kills it
+        at once, so a call blocked on it fails; the block then raises
+        :class:`BrowserTimeoutError` or :class:`BrowserCrashedError` (any other Playwright
+        failure too) and the session is broken (the next :meth:`load` starts a new browser).
+        Nested blocks run under the outermost one's deadline.
+        """
+        from playwright.sync_api import Error as PlaywrightError
+
+        if self._guard_depth:
+            self._guard_depth += 1
+            try:
+                yield
+            finally:
+                self._guard_depth -= 1
+            return
+        limit = self.call_timeout if seconds is None else seconds
+        handles = self._handles
+        self._guard_depth = 1
+        handles.watchdog.arm(limit)
+        try:
+            yield
+        except (PlaywrightError, BrowserCrashedError) as err:
+            self._broken = True
+            raise self._failure(what, limit, err) from err
+        finally:
+            handles.watchdog.disarm()
+            self._guard_depth = 0
+        if handles.failure is not None:  # killed just as the block finished
+            self._broken = True
+            raise self._failure(what, limit, None)
+
+    def _failure(self, what: str, limit: float, err: Exception | None) -> BrowserCrashedError:
+        why = self._handles.failure
+        if why == "timeout":
+            return BrowserTimeoutError(
+                f"Chromium did not answer {what} within {limit:g} s and was killed "
+                "(the next reset starts a new browser)"
+            )
+        if why == "crash":
+            return BrowserCrashedError(
+                f"a Chromium page crashed during {what} (the next reset starts a new browser)"
+            )
+        if isinstance(err, BrowserCrashedError):
+            return err
+        detail = str(err).strip().splitlines()[0] if err is not None and str(err).strip() else "no answer"
+        return BrowserCrashedError(
+            f"Chromium failed during {what}: {detail} (the next reset starts a new browser)"
+        )
+
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Launch the browser (no-op when it already runs)."""
+    def start(self, seconds: float = LAUNCH_TIMEOUT_S) -> None:
+        """Launch the browser (no-op when it already runs), within ``seconds``."""
         if self.alive:
             return
         self.shutdown()
         require_playwright()
-        from playwright.sync_api import Error as PlaywrightError
-
         handles = self._handles
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         marker = f"{SESSION_ENV}={tag}"
@@ -355,25 +535,29 @@ class BrowserSession:
         driver = _acquire_driver()
         handles.driver_key = (os.getpid(), threading.get_ident())
         try:
-            browser = driver.chromium.launch(
-                executable_path=self.executable,
-                args=list(LAUNCH_ARGS),
-                env={**os.environ, SESSION_ENV: tag},
-                headless=True,
-                timeout=30_000,
-            )
-            handles.browser = browser
-            handles.needles.extend(_profile_dirs(marker))
-            self._context = browser.new_context(viewport=VIEWPORT)
-            self._context.set_default_timeout(TIMEOUT_MS)
-            for script in (INIT_SCRIPT, SESSION_SCRIPT, PAGE_SCRIPT):  # the clock first
-                self._context.add_init_script(script)
-            self._pages = [self._context.new_page() for _ in range(self.tabs)]
-            self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
-            self._minimize_windows()
-        except PlaywrightError as err:
+            with self.guard(f"the start of Chromium at {self.executable}", seconds):
+                browser = driver.chromium.launch(
+                    executable_path=self.executable,
+                    args=list(LAUNCH_ARGS),
+                    env={**os.environ, SESSION_ENV: tag},
+                    headless=True,
+                    timeout=seconds * 1000,
+                )
+                handles.browser = browser
+                handles.main_pid = _browser_pid(marker)
+                handles.needles.extend(_profile_dirs(marker))
+                self._context = browser.new_context(viewport=VIEWPORT)
+                self._context.set_default_timeout(self.call_timeout * 1000)
+                for script in (INIT_SCRIPT, SESSION_SCRIPT, PAGE_SCRIPT):  # the clock first
+                    self._context.add_init_script(script)
+                self._pages = [self._context.new_page() for _ in range(self.tabs)]
+                for page in self._pages:
+                    page.on("crash", handles.on_crash)
+                self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
+                self._minimize_windows()
+        except BrowserCrashedError:
             self.shutdown()
-            raise BrowserCrashedError(f"could not start Chromium at {self.executable}: {err}") from err
+            raise
         self._active = None
         self._loading = {}
         self._broken = False
@@ -401,8 +585,10 @@ class BrowserSession:
         self._broken = False
 
     def close(self) -> None:
-        """Close for good: the browser, its processes and this session's share of the driver."""
+        """Close for good: the browser, its processes, the watchdog and this session's share
+        of the driver."""
         self.shutdown()
+        self._handles.watchdog.stop()
         self._finalizer.detach()
 
     def mark_broken(self) -> None:
@@ -420,13 +606,13 @@ class BrowserSession:
         in the same round trip as the wait for the document. Returns the page and what
         ``script`` returned (:meth:`call` and :meth:`cdp` reach the page). The page is this
         session's active page until the next :meth:`load`, which loads another document in it;
-        meanwhile the other tabs load ``url`` again, for the next episodes.
+        meanwhile the other tabs load ``url`` again, for the next episodes. The load runs under
+        the ``call_timeout`` deadline; a start of the browser before it, under its own
+        (:data:`LAUNCH_TIMEOUT_S`).
         """
-        from playwright.sync_api import Error as PlaywrightError
-
         if not self.alive:
             self.start()
-        try:
+        with self.guard(f"the load of {url}"):
             previous = self._active
             tab = next((t for t, u in self._loading.items() if u == url), None)
             if tab is None:
@@ -436,7 +622,7 @@ class BrowserSession:
             self._loading.pop(tab, None)
             # The previous episode's document hears ``url`` on the channel and loads it.
             handover = previous is not None and previous != tab
-            payload = {"url": url, "images": list(images), "arg": arg, "timeout": TIMEOUT_MS}
+            payload = {"url": url, "images": list(images), "arg": arg, "timeout": self.call_timeout * 1000}
             payload["next"] = url if handover else None
             result = self._run_when_ready(tab, url, f"__hgSession.ready({json.dumps(payload)}, {script})")
             self._active = tab
@@ -447,19 +633,23 @@ class BrowserSession:
                         self._evaluate(other, f"window.__hgSession ? __hgSession.leave({target}) : void 0")
                     self._loading[other] = url
             return self._pages[tab], result
-        except PlaywrightError as err:
-            self._broken = True
-            raise BrowserCrashedError(f"Chromium failed while loading {url}: {err}") from err
 
     def call(self, page: Any, function: str, *args: Any) -> Any:
         """Call a function of a page of this session (a JavaScript expression, e.g.
         ``"__hgPage.click"``) with JSON arguments, in one round trip; its (JSON-like) value,
         awaited if it is a promise."""
-        return self._evaluate(self._tab(page), f"{function}({', '.join(json.dumps(a) for a in args)})")
+        with self.guard(f"a call of {function}"):
+            return self._evaluate(self._tab(page), f"{function}({', '.join(json.dumps(a) for a in args)})")
 
     def cdp(self, page: Any, method: str, params: dict[str, Any]) -> Any:
-        """Send a Chrome DevTools Protocol command to a page of this session (raw mouse input)."""
-        return self._cdp[self._tab(page)].send(method, params)
+        """Send a Chrome DevTools Protocol command to a page of this session (raw input)."""
+        with self.guard(method):
+            return self._cdp[self._tab(page)].send(method, params)
+
+    def keyboard(self, page: Any, method: str, *args: Any) -> None:
+        """``page.keyboard.<method>(*args)`` (``type``, ``press``, ``insert_text``) under a deadline."""
+        with self.guard(f"keyboard.{method}"):
+            getattr(page.keyboard, method)(*args)
 
     def _tab(self, page: Any) -> int:
         """The tab showing ``page``."""
@@ -486,8 +676,7 @@ class BrowserSession:
         runs in a fresh document of ``url``, navigating the tab there when it shows another."""
         from playwright.sync_api import Error as PlaywrightError
 
-        deadline = time.monotonic() + TIMEOUT_MS / 1000
-        while time.monotonic() < deadline:
+        while True:  # the guard's deadline ends it
             try:
                 result = self._evaluate(tab, f"window.__hgSession ? {expression} : {{__status: 'other'}}")
             except PlaywrightError as err:
@@ -498,12 +687,13 @@ class BrowserSession:
             if not (isinstance(result, dict) and result.get("__status") == "other"):
                 return result
             self._pages[tab].goto(url, wait_until="commit")
-        raise BrowserCrashedError(f"tab {tab} did not show a fresh {url} in {TIMEOUT_MS} ms")
 
 
 __all__ = [
+    "CALL_TIMEOUT_S",
     "BrowserCrashedError",
     "BrowserSession",
+    "BrowserTimeoutError",
     "BrowserUnavailableError",
     "INSTALL_CHROMIUM",
     "INSTALL_EXTRA",

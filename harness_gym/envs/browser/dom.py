@@ -16,8 +16,10 @@ size) are left out, as in the pure-Python web suite.
 Each element is a dict shaped like the web suite's page elements: ``ref``, ``tag`` (lower
 case), ``text`` (its own text), ``value`` (inputs, text areas, drop-down lists), ``checked``
 (check boxes, radio buttons), ``options`` (drop-down lists), ``focused`` (the element
-that has the keyboard focus), a few attributes (``id``,
-``class``, ``type``, ``name``, ``placeholder``, ``for``, ``title``, ...) and ``children``.
+that has the keyboard focus), ``scrolled`` (``top``, ``middle`` or ``bottom``, for a box whose
+content overflows it), a few attributes (``id``, ``class``, ``type``, ``name``,
+``placeholder``, ``for``, ``title``, ...; SVG shapes also ``fill``, ``stroke`` and their
+geometry: ``r``, ``width``, ``height``, ``font-size``, ``points``) and ``children``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 #: Input types that take typed text.
 TEXT_INPUT_TYPES = frozenset(
-    {"text", "password", "email", "number", "search", "tel", "url", "date", "time", "datetime-local", "month"}
+    {"text", "password", "email", "number", "search", "tel", "url"}
+    | {"date", "time", "datetime-local", "month", "week"}
 )
 
 #: The page-side functions, as ``window.__hgPage`` (top-level documents only):
@@ -55,7 +58,8 @@ PAGE_SCRIPT = r"""
                              'OPTGROUP', 'DATALIST', 'HEAD', 'TITLE']);
   const ATTRS = ['id', 'class', 'type', 'name', 'placeholder', 'for', 'title', 'role', 'alt', 'aria-label',
                  'aria-expanded', 'aria-selected', 'aria-checked', 'disabled', 'readonly', 'contenteditable'];
-  const SVG_ATTRS = ['fill', 'stroke'];
+  // Colour and geometry of SVG shapes (a shape's size is in r, width/height, font-size or points).
+  const SVG_ATTRS = ['fill', 'stroke', 'r', 'width', 'height', 'font-size', 'points'];
   const FRACTIONS = [0.5, 0.25, 0.75, 0.1, 0.9];
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
   const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null};
@@ -135,6 +139,12 @@ PAGE_SCRIPT = r"""
         if (value !== '' && value !== null) node[name] = value;
       }
       if (el === document.activeElement) node.focused = true;
+      // What a scroll bar shows: where a scrolled box stands (only boxes whose content overflows).
+      if (el.scrollHeight > el.clientHeight + 1 && el.clientHeight > 0 && (tag === 'textarea' ||
+          ['auto', 'scroll'].includes(getComputedStyle(el).overflowY))) {
+        const top = el.scrollTop, end = el.scrollHeight - el.clientHeight;
+        node.scrolled = top <= 1 ? 'top' : top >= end - 1 ? 'bottom' : 'middle';
+      }
       if (kids.length) node.children = kids;
       out.push(node);
     }
@@ -286,6 +296,11 @@ def walk(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 def index(nodes: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Visible elements by ref."""
     return {node["ref"]: node for node in walk(nodes)}
+
+
+#: Input types whose field is a row of segments (month, day, year; hour, minute, AM/PM) that
+#: only key presses fill, one segment after another.
+SEGMENTED_INPUT_TYPES = frozenset({"date", "time", "datetime-local", "month", "week"})
 
 
 def is_text_input(node: dict[str, Any]) -> bool:

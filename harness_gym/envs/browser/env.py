@@ -4,10 +4,13 @@ It presents the task through the harness exactly as :class:`~harness_gym.core.en
 does (every harness factor applies unchanged) and adds what a real browser needs:
 
 * ``close()`` closes the env's Chromium (no process left behind);
-* a step that meets a dead browser ends the episode (``terminated``) and ``info`` carries
-  ``browser_error`` (also as ``last_error``, with ``error_kind == "browser_crashed"``); the
+* a step that meets a dead, crashed or stalled browser (past the session's deadline) ends the
+  episode (``terminated``, reward 0) and ``info`` carries ``browser_error`` (also as
+  ``last_error``, with ``error_kind`` ``"browser_crashed"`` or ``"browser_timeout"``); the
   next ``reset`` starts a new browser;
-* ``info`` also carries ``raw_reward``, the task JavaScript's own reward for the episode.
+* ``info`` also carries ``raw_reward``, the task JavaScript's own reward for the episode, and
+  ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
+  same instance with ``reset(seed=info["miniwob_seed"])``).
 """
 
 from __future__ import annotations
@@ -53,12 +56,13 @@ class BrowserEnv(HarnessEnv):
         if error is not None:
             terminated, truncated = True, False
             info["last_error"] = error
-            info["error_kind"] = "browser_crashed"
+            info["error_kind"] = self.browser_task.browser_error_kind
         return observation, reward, terminated, truncated, self._browser_info(info)
 
     def _browser_info(self, info: dict[str, Any]) -> dict[str, Any]:
         info["browser_error"] = self.browser_task.browser_error
         info["raw_reward"] = self.browser_task.raw_reward
+        info["miniwob_seed"] = self.browser_task.seed
         return info
 
 
@@ -67,11 +71,14 @@ def make_browser_env(
     harness: Harness | str | Mapping[str, Any] | Path | None = None,
     render_mode: str | None = None,
     session: BrowserSession | None = None,
+    call_timeout: float | None = None,
 ) -> BrowserEnv:
     """Build a :class:`BrowserEnv` from a task id (or class/instance) and any harness form.
 
     ``session`` runs the task in an existing :class:`BrowserSession` (shared browsers, e.g.
-    in tests); by default the env owns a browser of its own.
+    in tests); by default the env owns a browser of its own, whose deadline per reset or step
+    is ``call_timeout`` seconds (default
+    :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
     """
     if isinstance(task, str):
         from harness_gym.envs.browser.tasks import BROWSER_TASKS
@@ -79,5 +86,5 @@ def make_browser_env(
         known = {t.task_id: t for t in BROWSER_TASKS}
         task = known[task] if task in known else get_task(task)  # type: ignore[assignment]
     if isinstance(task, type):
-        task = task(session=session)
+        task = task(session=session, call_timeout=call_timeout)
     return BrowserEnv(task, harness=harness, render_mode=render_mode)

@@ -337,6 +337,123 @@ def simple_arithmetic(fields: Fields) -> Action:
     return fill_then_submit(fields, [(need(find(fields, tag="input"), "answer box"), str(answer))])
 
 
+# -- shapes, blocks, date and time fields, scrolling, sliders ------------------------------------
+
+#: What MiniWoB's shapes library draws each kind of shape as (``common/shapes.js``).
+_SHAPE_TAGS = {"rect": "rectangle", "circle": "circle", "polygon": "triangle"}
+_SHAPE_COLORS = ("red", "green", "blue", "aqua", "black", "magenta", "yellow")
+
+
+def _shapes(fields: Fields) -> list[Node]:
+    """The drawn items of a shapes task: SVG text (letters, digits) and shapes, in the grid."""
+    svg = need(find(fields, tag="svg"), "drawing")
+    return [n for n in walk(svg.get("children", ())) if n["tag"] in ("text", *_SHAPE_TAGS)]
+
+
+def _shape_kind(node: Node) -> tuple[str, str]:
+    """(type, text) as ``shapes.js`` names them: ("letter", "q"), ("shape", "circle"), ..."""
+    if node["tag"] == "text":
+        text = node.get("text", "")
+        return ("digit" if text.isdigit() else "letter"), text
+    return "shape", _SHAPE_TAGS[node["tag"]]
+
+
+def _shape_is_large(node: Node) -> bool:
+    """``shapes.js`` draws a large item 20 px across (font size, side, diameter), a small one 10."""
+    if node["tag"] == "text":
+        extent = float(node.get("font-size", "0").removesuffix("px"))
+    elif node["tag"] == "rect":
+        extent = float(node.get("width", 0))
+    elif node["tag"] == "circle":
+        extent = 2 * float(node.get("r", 0))
+    else:
+        xs = [float(p.split(",")[0]) for p in node.get("points", "").split()]
+        extent = max(xs) - min(xs) if xs else 0.0
+    return extent > 15
+
+
+@oracle("identify-shape")
+def identify_shape(fields: Fields) -> Action:
+    kind, text = _shape_kind(need(next(iter(_shapes(fields)), None), "figure"))
+    label = {"letter": "Letter", "digit": "Number"}.get(kind) or text.capitalize()
+    return click(need(find(fields, tag="button", text=label), f"button {label!r}"))
+
+
+@oracle("click-shape")
+def click_shape(fields: Fields) -> Action:
+    words = re.match(r"Click on an? (.+)", fields["instruction"]).group(1).split()
+    size = words.pop(0) if words[0] in ("large", "small") else ""
+    color = words.pop(0) if len(words) > 1 and words[0] in _SHAPE_COLORS else ""
+    what = " ".join(words)
+    for node in _shapes(fields):
+        kind, text = _shape_kind(node)
+        if size and ("large" if _shape_is_large(node) else "small") != size:
+            continue
+        if color and node.get("fill") != color:
+            continue
+        if what in ("item", kind, text):
+            return click(node)
+    raise OracleError(f"no item matches {fields['instruction']!r}")
+
+
+@oracle("visual-addition")
+def visual_addition(fields: Fields) -> Action:
+    def blocks(element_id: str) -> int:
+        group = need(find(fields, pred=lambda n: n.get("id") == element_id), element_id)
+        return sum(1 for n in walk(group.get("children", ())) if "addition-block" in n.get("class", ""))
+
+    answer = str(blocks("visual-1") + blocks("visual-2"))
+    return fill_then_submit(fields, [(need(find(fields, tag="input"), "answer box"), answer)])
+
+
+@oracle("enter-date")
+def enter_date(fields: Fields) -> Action:
+    month, day, year = re.search(r"(\d\d)/(\d\d)/(\d{4})", fields["instruction"]).groups()
+    box = need(find(fields, tag="input"), "date field")
+    if box.get("value") != f"{year}-{month}-{day}":  # what a date field holds
+        return type_into(box, f"{month}/{day}/{year}")
+    return submit(fields)
+
+
+@oracle("enter-time")
+def enter_time(fields: Fields) -> Action:
+    hour, minute, half = re.search(r"(\d+):(\d\d) ([AP]M)", fields["instruction"]).groups()
+    h24 = int(hour) % 12 + (12 if half == "PM" else 0)
+    box = need(find(fields, tag="input"), "time field")
+    if box.get("value") != f"{h24:02d}:{minute}":  # what a time field holds
+        return type_into(box, f"{int(hour):02d}{minute}{half}")  # hour, minute, AM/PM segments
+    return submit(fields)
+
+
+@oracle("scroll-text-2")
+def scroll_text_2(fields: Fields) -> Action:
+    goal = re.search(r"to the (top|bottom)", fields["instruction"]).group(1)
+    area = need(find(fields, tag="textarea"), "text area")
+    if area.get("scrolled", goal) == goal:
+        return submit(fields)
+    if not area.get("focused"):
+        return click(area)
+    return Action.of("press", key="PageDown" if goal == "bottom" else "PageUp")
+
+
+@oracle("use-slider")
+def use_slider(fields: Fields) -> Action:
+    """Focus the handle, then PageUp/PageDown (a fifth of the range: 1 to 20) while more than
+    10 away, then arrows (1): at most 5 pages and 10 arrows on MiniWoB's ranges (up to 100).
+    The range itself is not on the page, so Home/End are left to agents that remember."""
+    goal = int(re.search(r"Select (-?\d+) with the slider", fields["instruction"]).group(1))
+    value = int(need(find(fields, pred=lambda n: n.get("id") == "val"), "value")["text"])
+    handle = need(find(fields, cls="ui-slider-handle"), "slider handle")
+    if value == goal:
+        return submit(fields)
+    if not handle.get("focused"):
+        return click(handle)
+    up = goal > value
+    if abs(goal - value) > 10:
+        return Action.of("press", key="PageUp" if up else "PageDown")
+    return Action.of("press", key="ArrowUp" if up else "ArrowDown")
+
+
 __all__ = ["ORACLES", "OracleError", "oracle"]
 
 

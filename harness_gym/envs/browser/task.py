@@ -18,9 +18,19 @@ wall-clock time). The task's own JavaScript decides the reward: the episode ends
 ``core.endEpisode``, and succeeds when its raw reward is full (1.0). Reward is binary: 1 on
 success, else 0.
 
-If Chromium dies, the step that meets the failure ends the episode (``terminated``, no
-success) and :attr:`BrowserTask.browser_error` says what happened; the next reset starts a new
-browser.
+``type`` inserts its text the way a paste does (one ``input`` event for all but the last
+character), then types the last character as a key press (``keydown``, ``keypress``,
+``input``, ``keyup``), so a task that reacts to the end of typing still sees it; a 1,000
+character ``type`` costs about what a 10 character one does. Tasks that read every key press
+(``typing = "keys"``: the terminal, the spinner that blocks typed keys) get one key press per
+character, as before.
+
+Every reset and every step runs under the session's deadline (``call_timeout``). If Chromium
+dies, a page of it crashes, or it does not answer in time, the step that meets the failure
+ends the episode (``terminated``, no success) and :attr:`BrowserTask.browser_error` and
+:attr:`BrowserTask.browser_error_kind` (``browser_crashed`` or ``browser_timeout``) say what
+happened; the next reset starts a new browser. A reset that meets a browser already dead
+replaces it at once; one that meets a crash or a stall raises the error, within the deadline.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     BrowserCrashedError,
     BrowserSession,
+    BrowserTimeoutError,
     check_requirements,
 )
 from harness_gym.envs.browser.clock import SETTLE_MS
@@ -60,6 +71,12 @@ CLICK_MODES = ("dom", "cdp")
 #: A raw MiniWoB reward at least this high is a success (full credit).
 SUCCESS_REWARD = 1.0 - 1e-6
 _QUOTED = re.compile(r'"([^"]+)"')
+#: How ``type`` enters text: ``"paste"`` (one input event, then the last character as a key
+#: press) or ``"keys"`` (a key press per character, for tasks that read every key).
+TYPING_MODES = ("paste", "keys")
+#: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter and
+#: Tab for them), so a newline still submits a form as a typed one does.
+_KEY_CHARS = re.compile(r"([\r\n\t])")
 
 #: A scripted policy: the current fields in, the next canonical action out.
 Oracle = Callable[[dict[str, Any]], Action]
@@ -94,11 +111,23 @@ class BrowserTask(Task):
     scripted_oracle: ClassVar[Oracle | None] = None
     #: The pure-Python web task this one is the real counterpart of, if any.
     twin: ClassVar[str | None] = None
+    #: How ``type`` enters text (see :data:`TYPING_MODES`).
+    typing: ClassVar[str] = "paste"
 
-    def __init__(self, session: BrowserSession | None = None, click_mode: str = "dom") -> None:
+    def __init__(
+        self,
+        session: BrowserSession | None = None,
+        click_mode: str = "dom",
+        call_timeout: float | None = None,
+    ) -> None:
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
+        if session is not None and call_timeout is not None:
+            raise ValueError("call_timeout is the session's: pass it to BrowserSession, not with session=")
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.click_mode = click_mode
+        self.call_timeout = call_timeout
         #: Whether observations carry each element's click point (only ``"cdp"`` clicks use them).
         self._points_wanted = click_mode == "cdp"
         self.chromium = check_requirements()
@@ -118,6 +147,8 @@ class BrowserTask(Task):
         self.reason: str | None = None
         #: What went wrong with the browser in this episode (None when nothing did).
         self.browser_error: str | None = None
+        #: ``"browser_crashed"`` or ``"browser_timeout"`` when :attr:`browser_error` is set.
+        self.browser_error_kind: str | None = None
 
     @property
     def has_oracle(self) -> bool:
@@ -126,7 +157,10 @@ class BrowserTask(Task):
     @property
     def session(self) -> BrowserSession:
         if self._session is None:
-            self._session = BrowserSession(self.chromium)
+            if self.call_timeout is None:
+                self._session = BrowserSession(self.chromium)
+            else:
+                self._session = BrowserSession(self.chromium, call_timeout=self.call_timeout)
         return self._session
 
     # -- Task API -----------------------------------------------------------------------------
@@ -135,9 +169,12 @@ class BrowserTask(Task):
         self.begin(int(rng.integers(0, 2**31 - 1)))
 
     def begin(self, seed: int) -> None:
-        """Start the episode of MiniWoB seed ``seed`` in a fresh page (new browser if needed)."""
-        from playwright.sync_api import Error as PlaywrightError
+        """Start the episode of MiniWoB seed ``seed`` in a fresh page (new browser if needed).
 
+        A browser found dead is replaced at once; a crash or a stall during the reset (past
+        the session's deadline) raises :class:`BrowserCrashedError` /
+        :class:`BrowserTimeoutError` (the next reset starts a new browser).
+        """
         self.seed = seed
         self.trace = []
         self.done = False
@@ -145,19 +182,24 @@ class BrowserTask(Task):
         self.raw_reward = 0.0
         self.reason = None
         self.browser_error = None
+        self.browser_error_kind = None
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
+        session = self.session
         for attempt in range(2):
+            launches = session.launches
             try:
-                self._page, text = self.session.load(url, images, "__hgPage.start", args)
+                self._page, text = session.load(url, images, "__hgPage.start", args)
                 break
-            except (BrowserCrashedError, PlaywrightError) as err:
-                self.session.mark_broken()
-                if attempt:
+            except BrowserCrashedError as err:
+                self._page = None
+                session.mark_broken()
+                # Only a browser that was already dead (killed between episodes) is replaced
+                # within this reset; a crash or a stall during it ends the reset now.
+                stale = session.launches == launches and not isinstance(err, BrowserTimeoutError)
+                if attempt or not stale or "crashed during" in str(err):
                     self.done = True
-                    raise BrowserCrashedError(
-                        f"{self.task_id}: could not start an episode in Chromium twice in a row: {err}"
-                    ) from err
+                    raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
         obs = json.loads(text)
         self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
         self._observe(obs)
@@ -210,37 +252,39 @@ class BrowserTask(Task):
         return None
 
     def step(self, action: Action) -> StepResult:
-        from playwright.sync_api import Error as PlaywrightError
-
         self.trace.append(action)
-        page = self._page
-        call = functools.partial(self.session.call, page)
-        ref = action.kwargs.get("ref")
         try:
-            text = None
-            if action.name == "click" and self.click_mode == "dom":
-                text = call("__hgPage.click", ref, self.settle_ms)
-            elif action.name == "click":
-                point = self._points.get(ref) or call("__hgPage.point", ref)
-                if point is not None:
-                    self._click(point[0], point[1])
-            elif action.name == "type":
-                if call("__hgPage.focus", ref):
-                    if action["text"]:
-                        page.keyboard.type(action["text"])
-                    else:
-                        page.keyboard.press("Backspace")
-            elif action.name == "press":
-                page.keyboard.press(" " if action["key"] == "Space" else action["key"])
-            elif action.name == "select":
-                text = call("__hgPage.select", ref, action["option"], self.settle_ms, self._points_wanted)
-            if text is None:
-                text = call("__hgPage.observe", self.settle_ms, self._points_wanted)
+            with self.session.guard(f"the step {action.name}"):
+                text = self._act(action)
             self._observe(json.loads(text))
-        except (PlaywrightError, BrowserCrashedError) as err:
+        except BrowserCrashedError as err:
             return self._crash(err)
         reward = 1.0 if self.done and self.succeeded else 0.0
         return StepResult(reward, self.done, self.succeeded, self.reason or "")
+
+    def _act(self, action: Action) -> str:
+        """Send one action to the page; the observation after it (JSON text)."""
+        page, session = self._page, self.session
+        call = functools.partial(session.call, page)
+        ref = action.kwargs.get("ref")
+        text = None
+        if action.name == "click" and self.click_mode == "dom":
+            text = call("__hgPage.click", ref, self.settle_ms)
+        elif action.name == "click":
+            point = self._points.get(ref) or call("__hgPage.point", ref)
+            if point is not None:
+                self._click(point[0], point[1])
+        elif action.name == "type":
+            if call("__hgPage.focus", ref):
+                node = self._refs.get(ref, {})
+                self._type(action["text"], node.get("type", "").lower() in dom.SEGMENTED_INPUT_TYPES)
+        elif action.name == "press":
+            session.keyboard(page, "press", " " if action["key"] == "Space" else action["key"])
+        elif action.name == "select":
+            text = call("__hgPage.select", ref, action["option"], self.settle_ms, self._points_wanted)
+        if text is None:
+            text = call("__hgPage.observe", self.settle_ms, self._points_wanted)
+        return text
 
     def oracle(self) -> Action:
         oracle = type(self).scripted_oracle
@@ -284,6 +328,21 @@ class BrowserTask(Task):
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _type(self, text: str, by_keys: bool = False) -> None:
+        """Enter ``text`` into the focused field (its content selected, so it is replaced);
+        key by key for tasks that read every key and for date and time fields."""
+        session, page = self.session, self._page
+        if not text:
+            session.keyboard(page, "press", "Backspace")
+        elif by_keys or self.typing == "keys":
+            session.keyboard(page, "type", text)
+        else:
+            for piece in _KEY_CHARS.split(text):
+                if len(piece) > 1:
+                    session.keyboard(page, "insert_text", piece[:-1])
+                if piece:
+                    session.keyboard(page, "type", piece[-1])
+
     def _click(self, x: float, y: float) -> None:
         """A left click at a viewport point: raw press and release, as a user's mouse sends."""
         for kind in ("mousePressed", "mouseReleased"):
@@ -303,9 +362,11 @@ class BrowserTask(Task):
             self.succeeded = self.raw_reward >= SUCCESS_REWARD
             self.reason = obs.get("reason")
 
-    def _crash(self, err: Exception) -> StepResult:
+    def _crash(self, err: BrowserCrashedError) -> StepResult:
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        self.browser_error = f"browser crashed: {first_line} (the next reset starts a new browser)"
+        self.browser_error_kind = err.error_kind
+        label = "browser timeout" if isinstance(err, BrowserTimeoutError) else "browser crashed"
+        self.browser_error = f"{label}: {first_line}"
         self.done = True
         self.succeeded = False
         self._refs = {}

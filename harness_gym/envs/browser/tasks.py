@@ -56,6 +56,10 @@ INCLUDED: dict[str, int] = {
     "social-media-all": 15,
     "social-media-some": 15,
     "tic-tac-toe": 10,
+    "identify-shape": 3,
+    "click-shape": 3,
+    "scroll-text-2": 15,
+    "use-slider": 20,
     "choose-date": 12,
     "choose-date-easy": 12,
     "choose-date-medium": 12,
@@ -74,6 +78,9 @@ INCLUDED: dict[str, int] = {
     "read-table": 4,
     "read-table-2": 8,
     "simple-arithmetic": 4,
+    "visual-addition": 4,
+    "enter-date": 4,
+    "enter-time": 4,
     "simple-algebra": 4,
     "text-transform": 4,
     "guess-number": 12,
@@ -149,27 +156,19 @@ EXCLUDED: dict[str, str] = {
         [
             "click-color",
             "click-shades",
-            "click-shape",
             "count-shape",
             "count-sides",
-            "identify-shape",
-            "visual-addition",
             "number-checkboxes",
         ],
         "the answer is in colours, shapes or images that the DOM fields do not carry",
     ),
     **dict.fromkeys(
-        ["use-slider", "use-slider-2", "form-sequence"],
+        ["use-slider-2", "form-sequence"],
         "needs a slider set by dragging (or dozens of arrow-key presses, beyond a sensible step budget)",
     ),
     "click-scroll-list": "needs selecting several options of a list with modifier-clicks",
-    "scroll-text-2": "needs scrolling a text area, which no canonical action does",
     "simon-says": "needs watching a sequence that the page shows over time",
     "stock-market": "needs waiting for a price that changes over time",
-    **dict.fromkeys(
-        ["enter-date", "enter-time"],
-        "needs typing into native date and time pickers, whose keyboard handling is not a text field's",
-    ),
 }
 
 #: Real tasks that have a pure-Python twin in the web suite (real subdomain -> web task id).
@@ -192,7 +191,14 @@ TWINS: dict[str, str] = {
 LEGAL_KEYS: dict[str, tuple[str, ...]] = {
     "terminal": ("Enter",),
     "use-spinner": ("ArrowUp", "ArrowDown"),
+    "scroll-text-2": ("PageUp", "PageDown"),
+    "use-slider": ("PageUp", "PageDown", "ArrowUp", "ArrowDown", "Home", "End"),
 }
+
+
+#: Tasks that read every key press (the terminal appends each keydown's key to its prompt; the
+#: spinner cancels typed keys): ``type`` sends them a key press per character, not a paste.
+KEY_TYPED: frozenset[str] = frozenset({"terminal", "use-spinner"})
 
 
 def task_id_for(subdomain: str) -> str:
@@ -220,6 +226,7 @@ def _make(subdomain: str, max_steps: int) -> type[BrowserTask]:
             "legal_keys": LEGAL_KEYS.get(subdomain, ()),
             "scripted_oracle": ORACLES.get(subdomain),
             "twin": twin,
+            "typing": "keys" if subdomain in KEY_TYPED else "paste",
         },
     )
     globals()[name] = cls  # importable by name, so envs pickle (async vector envs)
