@@ -12,6 +12,7 @@ success over many seeds.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -379,12 +380,14 @@ def identify_shape(fields: Fields) -> Action:
     return click(need(find(fields, tag="button", text=label), f"button {label!r}"))
 
 
-@oracle("click-shape")
-def click_shape(fields: Fields) -> Action:
-    words = re.match(r"Click on an? (.+)", fields["instruction"]).group(1).split()
+def _matching_shapes(fields: Fields, description: str) -> list[Node]:
+    """The items that ``shapes.shapeMatchesText`` accepts for a description such as "large red
+    circle", "small item" or "blue q": an optional size, an optional colour, then what."""
+    words = description.split()
     size = words.pop(0) if words[0] in ("large", "small") else ""
     color = words.pop(0) if len(words) > 1 and words[0] in _SHAPE_COLORS else ""
     what = " ".join(words)
+    found = []
     for node in _shapes(fields):
         kind, text = _shape_kind(node)
         if size and ("large" if _shape_is_large(node) else "small") != size:
@@ -392,8 +395,21 @@ def click_shape(fields: Fields) -> Action:
         if color and node.get("fill") != color:
             continue
         if what in ("item", kind, text):
-            return click(node)
-    raise OracleError(f"no item matches {fields['instruction']!r}")
+            found.append(node)
+    return found
+
+
+@oracle("click-shape")
+def click_shape(fields: Fields) -> Action:
+    description = re.match(r"Click on an? (.+)", fields["instruction"]).group(1)
+    return click(need(next(iter(_matching_shapes(fields, description)), None), f"{description!r}"))
+
+
+@oracle("count-shape")
+def count_shape(fields: Fields) -> Action:
+    description = re.match(r"How many (.+)s are there\?", fields["instruction"]).group(1)
+    count = str(len(_matching_shapes(fields, description)))
+    return click(need(find(fields, tag="button", text=count), f"button {count}"))
 
 
 @oracle("visual-addition")
@@ -436,22 +452,57 @@ def scroll_text_2(fields: Fields) -> Action:
     return Action.of("press", key="PageDown" if goal == "bottom" else "PageUp")
 
 
-@oracle("use-slider")
-def use_slider(fields: Fields) -> Action:
-    """Focus the handle, then PageUp/PageDown (a fifth of the range: 1 to 20) while more than
-    10 away, then arrows (1): at most 5 pages and 10 arrows on MiniWoB's ranges (up to 100).
-    The range itself is not on the page, so Home/End are left to agents that remember."""
-    goal = int(re.search(r"Select (-?\d+) with the slider", fields["instruction"]).group(1))
-    value = int(need(find(fields, pred=lambda n: n.get("id") == "val"), "value")["text"])
-    handle = need(find(fields, cls="ui-slider-handle"), "slider handle")
+def _slide(fields: Fields, slider_id: str, value_id: str, goal: int, page_over: int) -> Action | None:
+    """The next action that moves a jQuery UI slider to ``goal``, None once it is there.
+
+    Focus the handle, then PageUp/PageDown (a fifth of the range) while more than
+    ``page_over`` away, then arrows (1 each). The range is not on the page, so the oracle does
+    not use Home/End; ``page_over`` (at least a page, so pages never overshoot back and forth)
+    comes from the task's ranges."""
+    value = int(need(find(fields, pred=lambda n: n.get("id") == value_id), value_id)["text"])
     if value == goal:
-        return submit(fields)
+        return None
+    slider = need(find(fields, pred=lambda n: n.get("id") == slider_id), slider_id)
+    handle = need(find(walk([slider]), cls="ui-slider-handle"), "slider handle")
     if not handle.get("focused"):
         return click(handle)
     up = goal > value
-    if abs(goal - value) > 10:
+    if abs(goal - value) > page_over:
         return Action.of("press", key="PageUp" if up else "PageDown")
     return Action.of("press", key="ArrowUp" if up else "ArrowDown")
+
+
+@oracle("use-slider")
+def use_slider(fields: Fields) -> Action:
+    """Ranges of 5 to 100 (pages of 1 to 20): at most 5 pages and 10 arrows."""
+    goal = int(re.search(r"Select (-?\d+) with the slider", fields["instruction"]).group(1))
+    return _slide(fields, "slider", "val", goal, 10) or submit(fields)
+
+
+@oracle("use-slider-2")
+def use_slider_2(fields: Fields) -> Action:
+    """Three sliders of 0-20 (pages of 4): at most 5 pages and 2 arrows each."""
+    goals = json.loads(re.search(r"combination (\[[-\d, ]+\])", fields["instruction"]).group(1))
+    for i, goal in enumerate(goals, start=1):
+        action = _slide(fields, f"slider-{i}", f"val-{i}", goal, 2)
+        if action is not None:
+            return action
+    return submit(fields)
+
+
+@oracle("form-sequence")
+def form_sequence(fields: Fields) -> Action:
+    """A slider of -10 to 10 (pages of 4), then one check box of three."""
+    goal = int(re.search(r"Select (-?\d+) with the slider", fields["instruction"]).group(1))
+    action = _slide(fields, "slider", "val", goal, 2)
+    if action is not None:
+        return action
+    wanted = ordinal(fields["instruction"]) + 1
+    for i in (1, 2, 3):
+        box = need(find(fields, pred=lambda n, i=i: n.get("id") == f"checkbox-{i}"), f"check box {i}")
+        if bool(box.get("checked")) != (i == wanted):
+            return click(box)
+    return submit(fields)
 
 
 __all__ = ["ORACLES", "OracleError", "oracle"]
