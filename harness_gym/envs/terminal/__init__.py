@@ -9,8 +9,11 @@ raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``doc
 
 from __future__ import annotations
 
-from harness_gym.core.registry import register_family
+import gymnasium as gym
+
+from harness_gym.core.registry import env_id, register_family
 from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
+from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
@@ -24,7 +27,19 @@ def register(add_to_task_registry: bool = False) -> list[str]:
     The tasks stay out of ``harness_gym.TASKS`` unless ``add_to_task_registry`` (they need
     bubblewrap and are slower than the pure-Python suite that TASKS lists).
     """
-    return register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
+    ids = register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
+    for task in TERMINAL_TASKS:  # the coding-harness presets, which only terminal tasks take
+        for preset in TERMINAL_PRESETS:
+            new_id = env_id(task.task_id, preset)
+            if new_id not in gym.registry:
+                gym.register(
+                    id=new_id,
+                    entry_point=ENTRY_POINT,
+                    kwargs={"task": task.task_id, "harness": preset},
+                    disable_env_checker=False,
+                )
+            ids.append(new_id)
+    return ids
 
 
 def is_terminal_task(task_id: str) -> bool:
@@ -32,7 +47,9 @@ def is_terminal_task(task_id: str) -> bool:
 
 
 __all__ = [
+    "CODING_PRESETS",
     "ENTRY_POINT",
+    "TERMINAL_PRESETS",
     "SENTINEL",
     "TERMINAL_TASKS",
     "TERMINAL_TASK_IDS",

@@ -24,15 +24,19 @@ from typing import Any
 
 from harness_gym.core.harness import BoundHarness, Harness, HarnessSpecError, register_family_options
 from harness_gym.core.task import Action, ActionSpec
+from harness_gym.envs.terminal.replies import HINTS, REPLIES, TOOLS_TEXT, read_reply, write_reply
 
 SENTINEL = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 OPTION_LEVELS: dict[str, tuple[Any, ...]] = {
     "shell": ("fresh", "persistent"),
-    "result_format": ("raw", "json", "xml"),
+    "result_format": ("raw", "json", "xml", "tagged"),
     "keep": ("head", "tail", "both"),
-    "completion": ("tool", "sentinel"),
+    "completion": ("tool", "sentinel", "flag"),
+    "reply": REPLIES,
 }
+#: Tools a reply convention cannot carry (only ``run`` and the completion signal).
+FILE_TOOLS = ("read_file", "write_file")
 
 
 @dataclass(frozen=True)
@@ -43,14 +47,21 @@ class TerminalOptions:
         shell: ``fresh`` (every command in a new ``bash -c`` in ``/app``) or ``persistent``
             (one bash session per episode: cwd, variables and functions carry over).
         result_format: how a command's result is shown: ``raw`` (stdout, then stderr, as
-            text), ``json`` (an object with stdout/stderr/exit_code...) or ``xml`` (a block).
+            text), ``json`` (an object with stdout/stderr/exit_code...), ``xml`` (a block) or
+            ``tagged`` (``<returncode>``, then ``<output>`` with stdout and stderr, as
+            mini-swe-agent shows it).
         max_output_chars: shown characters of each of stdout and stderr (at least 64).
         keep: which end of longer output is shown: ``head``, ``tail`` or ``both`` (half each).
         show_cwd: whether the result shows the working directory after the command.
         show_exit_code: whether the result shows the exit code.
         completion: how the agent ends the episode: ``tool`` (the ``submit`` tool) or
             ``sentinel`` (running exactly ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``;
-            the ``submit`` tool is then hidden).
+            the ``submit`` tool is then hidden) or ``flag`` (the ``task_complete`` flag of a
+            ``terminus_json`` reply).
+        reply: ``tool`` (the harness's tool style and channel) or a coding harness's reply
+            convention (:mod:`~harness_gym.envs.terminal.replies`): ``bash_block`` (one
+            fenced block; needs ``completion: sentinel``) or ``terminus_json`` (needs
+            ``completion: flag``). Under a convention only ``run`` and completion exist.
     """
 
     shell: str = "fresh"
@@ -60,6 +71,7 @@ class TerminalOptions:
     show_cwd: bool = True
     show_exit_code: bool = True
     completion: str = "tool"
+    reply: str = "tool"
 
     def __post_init__(self) -> None:
         for name, levels in OPTION_LEVELS.items():
@@ -74,6 +86,14 @@ class TerminalOptions:
         for name in ("show_cwd", "show_exit_code"):
             if not isinstance(getattr(self, name), bool):
                 raise HarnessSpecError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        needs = {"bash_block": "sentinel", "terminus_json": "flag"}
+        if self.reply in needs and self.completion != needs[self.reply]:
+            raise HarnessSpecError(
+                f"reply {self.reply!r} signals completion by completion: {needs[self.reply]}, "
+                f"not {self.completion!r}"
+            )
+        if self.completion == "flag" and self.reply != "terminus_json":
+            raise HarnessSpecError("completion 'flag' is the task_complete flag of reply: terminus_json")
 
     @classmethod
     def from_any(cls, value: TerminalOptions | Mapping[str, Any] | None) -> TerminalOptions:
@@ -161,7 +181,7 @@ def present_result(result: Mapping[str, Any] | None, options: TerminalOptions) -
         body, _ = cut(str(result.get("text", "")), lim, keep)
         if options.result_format == "json":
             return {"tool": kind, "ok": bool(result.get("ok", True)), "text": body}
-        if options.result_format == "xml":
+        if options.result_format in ("xml", "tagged"):
             return f'<{kind} ok="{str(bool(result.get("ok", True))).lower()}">{_xml(body)}</{kind}>'
         return body
     stdout, _ = cut(str(result.get("stdout", "")), lim, keep)
@@ -176,6 +196,14 @@ def present_result(result: Mapping[str, Any] | None, options: TerminalOptions) -
         if notes:
             out["notes"] = notes
         return out
+    if options.result_format == "tagged":
+        parts = []
+        if options.show_exit_code:
+            parts.append(f"<returncode>{result.get('exit_code')}</returncode>")
+        if options.show_cwd:
+            parts.append(f"<cwd>{result.get('cwd')}</cwd>")
+        parts += [f"<note>{n}</note>" for n in notes]
+        return "\n".join([*parts, f"<output>\n{stdout}{stderr}</output>"])
     if options.result_format == "xml":
         attrs = ""
         if options.show_exit_code:
@@ -197,7 +225,12 @@ def present_result(result: Mapping[str, Any] | None, options: TerminalOptions) -
 
 
 class TerminalBoundHarness(BoundHarness):
-    """A harness bound to a terminal task, with the terminal factors applied on top."""
+    """A harness bound to a terminal task, with the terminal factors applied on top.
+
+    Completion by sentinel hides ``submit`` and writes it as the sentinel command; a reply
+    convention (``bash_block``, ``terminus_json``) replaces the tool syntax for the whole
+    reply, so only ``run`` and completion are expressible and no native tools are sent.
+    """
 
     def __init__(
         self,
@@ -207,17 +240,39 @@ class TerminalBoundHarness(BoundHarness):
         options: TerminalOptions,
     ) -> None:
         self.options = options
-        self._sentinel = options.completion == "sentinel" and "submit" in [s.name for s in action_specs]
+        self.reply = options.reply
+        names = [s.name for s in action_specs]
+        self._sentinel = options.completion == "sentinel" and "submit" in names
+        hidden = {"submit"} if self._sentinel or self.reply == "terminus_json" else set()
+        if self.reply != "tool":
+            if harness.tool_channel == "native":
+                raise HarnessSpecError(
+                    f"reply {self.reply!r} is a text convention; it cannot use tool_channel: native"
+                )
+            hidden |= set(FILE_TOOLS)
         shown = harness
-        if self._sentinel:
-            renames = tuple(p for p in harness.rename_tools if p[0] != "submit")
-            shown = harness.replace(drop_tools=(*harness.drop_tools, "submit"), rename_tools=renames)
+        if hidden:
+            renames = tuple(p for p in harness.rename_tools if p[0] not in hidden)
+            drop = tuple(sorted(set(harness.drop_tools) | (hidden & set(names))))
+            shown = harness.replace(drop_tools=drop, rename_tools=renames)
         super().__init__(shown, field_names, action_specs)
         self.harness = harness
+        if self.reply != "tool":
+            from harness_gym.core.harness import FORMAT_NAMES, PROMPT_TEMPLATES
+
+            template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
+            self.system_prompt = template.format(
+                format=FORMAT_NAMES.get(harness.obs_format, harness.obs_format),
+                tools=TOOLS_TEXT[self.reply],
+                format_hint=HINTS[self.reply],
+            )
+            self.openai_tools = []
+            self._reply_tools = ("run", "submit") if "run" in self.tool_names else ()
         if self._sentinel:
+            how = "in a code block" if self.reply == "bash_block" else "with the run tool"
             self.system_prompt += (
                 f"\n\nWhen the task is done, signal completion by running exactly this command "
-                f"(with the run tool): {SENTINEL}"
+                f"({how}), on its own: {SENTINEL}"
             )
 
     def render(self, fields: Mapping[str, Any], **kwargs: Any) -> str:
@@ -237,23 +292,44 @@ class TerminalBoundHarness(BoundHarness):
             else super().ordered_fields(fields)
         )
 
+    def _as_run(self, action: Action) -> Action:
+        return Action.of("run", command=SENTINEL) if self._sentinel and action.name == "submit" else action
+
     def format_action(self, action: Action) -> str:
-        if self._sentinel and action.name == "submit":
-            action = Action.of("run", command=SENTINEL)
+        action = self._as_run(action)
+        if self.reply != "tool":
+            return write_reply(self.reply, action)
         return super().format_action(action)
 
     def example_reply(self, action: Action) -> str:
-        if self._sentinel and action.name == "submit":
-            action = Action.of("run", command=SENTINEL)
-        return super().example_reply(action)
+        if self.reply != "tool":
+            return self.format_action(action)
+        return super().example_reply(self._as_run(action))
+
+    def write_call(self, name: Any, arguments: Any) -> str:
+        if self.reply != "tool":  # no native tools are offered; show the model's call as text
+            return json.dumps({"name": str(name), "arguments": arguments}, ensure_ascii=False, default=str)
+        return super().write_call(name, arguments)
 
     def parse(self, text: str) -> Action:
-        action = super().parse(text)
+        if self.reply != "tool":
+            if len(text) > self.harness.max_action_chars:
+                from harness_gym.core.tools import ActionError
+
+                raise ActionError(
+                    "too_long",
+                    f"action is {len(text)} characters long; the limit is {self.harness.max_action_chars}",
+                )
+            action = read_reply(self.reply, text, lenient=self.harness.parser == "lenient")
+        else:
+            action = super().parse(text)
         if self._sentinel and action.name == "run" and action["command"].strip() == SENTINEL:
             return Action.of("submit")
         return action
 
     def exposes(self, action: Action) -> bool:
+        if self.reply != "tool":
+            return action.name in self._reply_tools
         if self._sentinel and action.name == "submit":
             return "run" in self.tool_names
         return super().exposes(action)
@@ -274,8 +350,9 @@ class TerminalBoundHarness(BoundHarness):
         return None
 
     def grammar(self, actions: Sequence[Action]) -> Any:
-        actions = [
-            Action.of("run", command=SENTINEL) if self._sentinel and a.name == "submit" else a
-            for a in actions
-        ]
-        return super().grammar(actions)
+        if self.reply != "tool":
+            from harness_gym.core.grammar import ActionGrammar, regex_literal
+
+            texts = [self.format_action(a) for a in actions if self.exposes(a)]
+            return ActionGrammar("regex", "|".join(regex_literal(t) for t in texts), True, len(texts))
+        return super().grammar([self._as_run(a) for a in actions])
