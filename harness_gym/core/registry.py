@@ -1,8 +1,11 @@
 """Task registry and Gymnasium registration of every (task, preset) pair.
 
 Tasks are registered by id (``register_task``). :func:`register_envs` then registers with
-Gymnasium ``harness_gym/<Task>-<Preset>-v0`` for every task and preset, and
-``harness_gym/<Task>-v0``, which takes ``harness=`` (preset name, dict, YAML path or Harness).
+Gymnasium ``harness_gym/<Task>-<Preset>-v0`` for every task and every preset that applies to it
+(:func:`~harness_gym.core.presets.preset_applies`: a convention written for web pages is not
+registered with a shell task), and ``harness_gym/<Task>-v0``, which takes ``harness=`` (preset
+name, dict, YAML path or Harness). Ids under the deprecated preset names stay registered for
+one release (making one warns) but are not listed.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import gymnasium as gym
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
 from harness_gym.core.plugins import failures_note, load_plugins
-from harness_gym.core.presets import PRESETS
+from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS, preset_applies
 from harness_gym.core.task import Task
 
 NAMESPACE = "harness_gym"
@@ -63,7 +66,7 @@ def register_envs(task_ids: list[str] | None = None) -> list[str]:
     """Register ``<Task>-<Preset>-v0`` and ``<Task>-v0`` ids with Gymnasium; return them."""
     ids = []
     for task_id in task_ids or sorted(TASKS):
-        for preset in [None, *PRESETS]:
+        for preset in [None, *_presets_for(TASKS[task_id])]:
             new_id = env_id(task_id, preset)
             if new_id not in gym.registry:
                 gym.register(
@@ -72,8 +75,15 @@ def register_envs(task_ids: list[str] | None = None) -> list[str]:
                     kwargs={"task": task_id, "harness": preset or "Json"},
                     disable_env_checker=False,
                 )
-            ids.append(new_id)
+            if preset not in DEPRECATED_PRESETS:
+                ids.append(new_id)
     return ids
+
+
+def _presets_for(task: type[Task]) -> list[str]:
+    """The presets registered with ``task``: those that apply, then the deprecated names."""
+    current = [p for p in PRESETS if preset_applies(p, task)]
+    return current + [old for old, new in DEPRECATED_PRESETS.items() if new in current]
 
 
 def register_family(
@@ -86,7 +96,7 @@ def register_family(
     for task in tasks:
         if add_to_task_registry:
             register_task(task)
-        for preset in [None, *PRESETS]:
+        for preset in [None, *_presets_for(task)]:
             new_id = env_id(task.task_id, preset)
             spec = gym.registry.get(new_id)
             if spec is None or spec.entry_point != entry_point:
@@ -97,11 +107,12 @@ def register_family(
                     kwargs={"task": task.task_id, "harness": preset or "Json"},
                     disable_env_checker=False,
                 )
-            ids.append(new_id)
+            if preset not in DEPRECATED_PRESETS:
+                ids.append(new_id)
     return ids
 
 
 def registered_env_ids() -> list[str]:
     """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded), plugins' too."""
     load_plugins(["tasks"])
-    return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS]
+    return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS if preset_applies(p, TASKS[t])]
