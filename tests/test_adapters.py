@@ -54,7 +54,7 @@ def test_index_sends_the_legal_action_as_the_harness_writes_it(preset: str) -> N
 
 @pytest.mark.parametrize(
     ("preset", "ends", "shows_error"),
-    [("Json", False, True), ("Xml", True, True), ("Yaml", False, False)],
+    [("Json", False, True), ("BundleXml", True, True), ("BundleYaml", False, False)],
 )
 @pytest.mark.parametrize("index", [12, 31, -1, 10_000, np.array([30])])
 def test_masked_or_out_of_range_index_follows_the_invalid_action_policy(
@@ -107,7 +107,7 @@ def test_action_masks_reach_through_the_encoder_and_vector_envs() -> None:
     _, info = env.reset(seed=0)
     assert is_masking_supported(env)
     assert get_action_masks(env).sum() == len(info["legal_actions"])
-    venv = make_vec_env(lambda: adapted("ClickButton", "Markdown"), n_envs=2, seed=0)
+    venv = make_vec_env(lambda: adapted("ClickButton", "BundleMarkdown"), n_envs=2, seed=0)
     venv.reset()
     masks = get_action_masks(venv)
     assert masks.shape == (2, DEFAULT_MAX_ACTIONS) and masks.any(axis=1).all()

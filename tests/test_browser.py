@@ -154,10 +154,10 @@ def test_check_env(task_id: str, session: BrowserSession) -> None:
 
 
 def test_gym_make_with_preset_and_harness_kwarg(session: BrowserSession) -> None:
-    env = gym.make("harness_gym/BrowserEnterText-v0", harness="Xml", session=session)
+    env = gym.make("harness_gym/BrowserEnterText-v0", harness="BundleXml", session=session)
     obs, info = env.reset(seed=3)
     assert info["task_id"] == "BrowserEnterText"
-    assert info["harness_id"] == PRESETS["Xml"].id
+    assert info["harness_id"] == PRESETS["BundleXml"].id
     assert "<" in obs and info["legal_actions"]
     env.close()
 
@@ -205,7 +205,7 @@ def test_bad_agent_output_never_raises(session: BrowserSession) -> None:
 
 def test_same_seed_same_instance_across_browsers_and_harnesses(session: BrowserSession) -> None:
     first = make_browser_env("BrowserEmailInbox", harness="Json")  # a browser of its own
-    second = make_browser_env("BrowserEmailInbox", harness="Markdown", session=session)
+    second = make_browser_env("BrowserEmailInbox", harness="BundleMarkdown", session=session)
     try:
         for seed in (0, 7):
             obs_a, info_a = first.reset(seed=seed)

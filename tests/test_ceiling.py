@@ -48,7 +48,7 @@ def test_dropping_a_needed_tool_lowers_the_ceiling(task: str, tool: str) -> None
 
 
 def test_presentation_does_not_move_the_ceiling() -> None:
-    for preset in ("Markdown", "Xml", "Yaml", "Html"):
+    for preset in ("BundleMarkdown", "BundleXml", "BundleYaml", "BundleHtml"):
         assert ceiling("NavigateTree", preset, range(8)).mean == 1.0
 
 

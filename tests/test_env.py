@@ -116,7 +116,7 @@ def test_caller_errors_raise_with_the_fix() -> None:
 
 
 def test_info_records_everything_needed_to_replay() -> None:
-    env = gym.make("harness_gym/ClickButton-Markdown-v0")
+    env = gym.make("harness_gym/ClickButton-BundleMarkdown-v0")
     obs, info = env.reset(seed=11)
     for key in (
         "task_id",
@@ -133,18 +133,18 @@ def test_info_records_everything_needed_to_replay() -> None:
     ):
         assert key in info, key
     assert info["task_id"] == "ClickButton"
-    assert Harness.from_dict(info["harness"]).id == info["harness_id"] == PRESETS["Markdown"].id
+    assert Harness.from_dict(info["harness"]).id == info["harness_id"] == PRESETS["BundleMarkdown"].id
     assert info["tools"][0]["type"] == "function"
     replay = make_env(info["task_id"], Harness.from_dict(info["harness"]))
     assert replay.reset(seed=info["seed"])[0] == obs
 
 
 def test_unseeded_resets_record_a_seed_that_replays() -> None:
-    env = make_env("ChooseList", "Yaml")
+    env = make_env("ChooseList", "BundleYaml")
     env.reset(seed=5)
     obs, info = env.reset()
     assert isinstance(info["seed"], int)
-    assert make_env("ChooseList", "Yaml").reset(seed=info["seed"])[0] == obs
+    assert make_env("ChooseList", "BundleYaml").reset(seed=info["seed"])[0] == obs
 
 
 @pytest.mark.parametrize("task", TASK_IDS)
@@ -198,20 +198,20 @@ def test_dropped_tool_hides_its_legal_actions() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_make_vec_runs(mode: str) -> None:
-    envs = gym.make_vec("harness_gym/EnterText-Markdown-v0", num_envs=2, vectorization_mode=mode)
+    envs = gym.make_vec("harness_gym/EnterText-BundleMarkdown-v0", num_envs=2, vectorization_mode=mode)
     obs, infos = envs.reset(seed=[1, 2])
     assert len(obs) == 2 and all(isinstance(o, str) for o in obs)
     for _ in range(3):
         actions = tuple(legal[0] for legal in infos["legal_actions"])
         obs, rewards, terminated, truncated, infos = envs.step(actions)
         assert np.asarray(rewards).shape == (2,)
-    single = make_env("EnterText", "Markdown")
+    single = make_env("EnterText", "BundleMarkdown")
     assert single.reset(seed=2)[0] == envs.reset(seed=[1, 2])[0][1]
     envs.close()
 
 
 def test_async_shared_memory_carries_any_unicode() -> None:
-    envs = gym.vector.AsyncVectorEnv([lambda: make_env("ClickButton", "Xml")] * 2, shared_memory=True)
+    envs = gym.vector.AsyncVectorEnv([lambda: make_env("ClickButton", "BundleXml")] * 2, shared_memory=True)
     obs, infos = envs.reset(seed=0)
     obs, *_ = envs.step(("\ud800 ünïcødé \x00",) * 2)
     assert "\\u0000" in obs[0] or "\\x00" in obs[0] or "malformed" in obs[0]

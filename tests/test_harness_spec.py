@@ -119,11 +119,11 @@ def test_tool_permutation_and_drop_are_checked_against_the_task() -> None:
 
 def test_harness_accepts_every_form(tmp_path) -> None:
     path = tmp_path / "h.yaml"
-    path.write_text(PRESETS["Xml"].to_yaml())
-    for form in ("Xml", PRESETS["Xml"], PRESETS["Xml"].to_dict(), str(path), path):
+    path.write_text(PRESETS["BundleXml"].to_yaml())
+    for form in ("BundleXml", PRESETS["BundleXml"], PRESETS["BundleXml"].to_dict(), str(path), path):
         env = gym.make("harness_gym/ClickButton-v0", harness=form)
         _, info = env.reset(seed=1)
-        assert info["harness_id"] == PRESETS["Xml"].id
+        assert info["harness_id"] == PRESETS["BundleXml"].id
     with pytest.raises(FileNotFoundError, match="missing.yaml"):
         resolve_harness(str(tmp_path / "missing.yaml"))
     with pytest.raises(TypeError, match="harness must be"):

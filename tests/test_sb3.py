@@ -23,7 +23,7 @@ TINY = {"n_steps": 64, "batch_size": 64, "n_epochs": 2}
 @pytest.fixture(scope="module")
 def tiny_model() -> sb3.TrainedModel:
     return sb3.train(
-        "maskable_ppo", "harness_gym/EnterText-Markdown-v0", 256, seed=1, n_envs=2, hyperparams=TINY
+        "maskable_ppo", "harness_gym/EnterText-BundleMarkdown-v0", 256, seed=1, n_envs=2, hyperparams=TINY
     )
 
 
@@ -53,18 +53,19 @@ def test_saved_model_reloads_with_its_harness_and_acts_the_same(
 ) -> None:
     path = tiny_model.save(tmp_path / "model")
     assert {p.name for p in path.iterdir()} >= {"model.zip", "run.json", "harness.json", "harness.yaml"}
-    assert Harness.from_json((path / "harness.json").read_text()) == PRESETS["Markdown"]
-    assert Harness.from_yaml(path / "harness.yaml") == PRESETS["Markdown"]
+    assert Harness.from_json((path / "harness.json").read_text()) == PRESETS["BundleMarkdown"]
+    assert Harness.from_yaml(path / "harness.yaml") == PRESETS["BundleMarkdown"]
     run = json.loads((path / "run.json").read_text())
-    assert run["harness_id"] == PRESETS["Markdown"].id and run["algo"] == "maskable_ppo" and run["seed"] == 1
+    assert run["harness_id"] == PRESETS["BundleMarkdown"].id
+    assert run["algo"] == "maskable_ppo" and run["seed"] == 1
 
     loaded = sb3.load(path)
-    assert loaded.harness == tiny_model.harness == PRESETS["Markdown"]
+    assert loaded.harness == tiny_model.harness == PRESETS["BundleMarkdown"]
     assert (loaded.env_id, loaded.task_id, loaded.max_actions) == (
         tiny_model.env_id, tiny_model.task_id, tiny_model.max_actions,
     )  # fmt: skip
     assert loaded.features == tiny_model.features
-    env = make_env("EnterText", "Markdown")
+    env = make_env("EnterText", "BundleMarkdown")
     rng = np.random.default_rng(0)
     for seed in range(20):
         obs, info = env.reset(seed=seed)
@@ -95,9 +96,9 @@ def test_evaluate_under_another_harness_records_both(tiny_model: sb3.TrainedMode
     rows = sb3.evaluate(tiny_model, "harness_gym/EnterText-Json-v0", episodes=4, seed=7)
     assert [r.seed for r in rows] == [7, 8, 9, 10]
     assert {r.harness_id for r in rows} == {PRESETS["Json"].id}
-    assert {r.extra["trained_harness_id"] for r in rows} == {PRESETS["Markdown"].id}
-    rows = sb3.evaluate(tiny_model, "harness_gym/EnterText-v0", harness="Yaml", episodes=2)
-    assert {r.harness_id for r in rows} == {PRESETS["Yaml"].id}
+    assert {r.extra["trained_harness_id"] for r in rows} == {PRESETS["BundleMarkdown"].id}
+    rows = sb3.evaluate(tiny_model, "harness_gym/EnterText-v0", harness="BundleYaml", episodes=2)
+    assert {r.harness_id for r in rows} == {PRESETS["BundleYaml"].id}
     with pytest.raises(ValueError, match="trained on task 'EnterText'"):
         sb3.evaluate(tiny_model, "harness_gym/ClickButton-Json-v0", episodes=1)
 
@@ -107,8 +108,9 @@ def test_evaluate_under_another_harness_records_both(tiny_model: sb3.TrainedMode
     [("ppo", TINY), ("dqn", {"learning_starts": 64, "buffer_size": 1000, "train_freq": 4})],
 )
 def test_ppo_and_dqn_train_and_play_through_the_harness(algo: str, params: dict) -> None:
-    trained = sb3.train(algo, "harness_gym/ClickButton-Yaml-v0", 256, seed=0, n_envs=2, hyperparams=params)
-    assert trained.algo == algo and trained.harness == PRESETS["Yaml"]
+    env_id = "harness_gym/ClickButton-BundleYaml-v0"
+    trained = sb3.train(algo, env_id, 256, seed=0, n_envs=2, hyperparams=params)
+    assert trained.algo == algo and trained.harness == PRESETS["BundleYaml"]
     rows = sb3.evaluate(trained, episodes=5)
     assert len(rows) == 5 and all(r.agent == algo for r in rows)
 

@@ -62,8 +62,8 @@ def test_paired_digests_across_harnesses_and_terminal_factors() -> None:
         digests = set()
         for harness, terminal in [
             ("Json", {}),
-            ("Xml", {"shell": "persistent"}),
-            ("Markdown", {"keep": "head"}),
+            ("BundleXml", {"shell": "persistent"}),
+            ("BundleMarkdown", {"keep": "head"}),
         ]:
             env = TerminalEnv(task, harness=harness, terminal=terminal)
             digests.add(env.reset(seed=3)[1]["state_digest"])
@@ -89,7 +89,7 @@ def test_presentation_factors() -> None:
 
 
 def test_sentinel_completion_round_trips_and_hides_submit() -> None:
-    env = TerminalEnv(TERMINAL_TASKS[0], harness="Python", terminal={"completion": "sentinel"})
+    env = TerminalEnv(TERMINAL_TASKS[0], harness="BundlePython", terminal={"completion": "sentinel"})
     _, info = env.reset(seed=0)
     assert "submit" not in [t["function"]["name"] for t in info["tools"]]
     assert SENTINEL in info["system_prompt"]
@@ -123,18 +123,18 @@ def test_file_tools_and_persistent_shell_state() -> None:
 def test_registered_ids_and_check_env() -> None:
     for task_id in TERMINAL_TASK_IDS:
         assert f"harness_gym/{task_id}-v0" in gym.registry
-        assert f"harness_gym/{task_id}-Xml-v0" in gym.registry
+        assert f"harness_gym/{task_id}-BundleXml-v0" in gym.registry
     for task_id in TERMINAL_TASK_IDS[:3]:
-        env = gym.make(f"harness_gym/{task_id}-Markdown-v0")
+        env = gym.make(f"harness_gym/{task_id}-BundleMarkdown-v0")
         check_env(env.unwrapped, skip_render_check=True)
         env.close()
-    env = gym.make("harness_gym/TermGitCommit-v0", harness="Yaml", terminal={"shell": "persistent"})
+    env = gym.make("harness_gym/TermGitCommit-v0", harness="BundleYaml", terminal={"shell": "persistent"})
     _, info = env.reset(seed=1)
     assert info["terminal"]["shell"] == "persistent" and info["task_id"] == "TermGitCommit"
     env.close()
 
 
-@pytest.mark.parametrize("preset", ["Json", "Xml", "Markdown"])
+@pytest.mark.parametrize("preset", ["Json", "BundleXml", "BundleMarkdown"])
 def test_check_harness_on_terminal_tasks(preset: str) -> None:
     for task in (TERMINAL_TASKS[0], TERMINAL_TASKS[11]):
         env = TerminalEnv(task, harness=preset)

@@ -49,12 +49,12 @@ def states(task: str = "EnterText", preset: str = "Json", n: int = 6) -> list[tu
 def test_untrained_policy_is_uniform_and_log_probs_normalize() -> None:
     torch.manual_seed(0)
     policy = TextPolicy(SMALL)
-    for obs, legal in states("ClickButton", "Markdown"):
+    for obs, legal in states("ClickButton", "BundleMarkdown"):
         logp = policy.log_probs(obs, legal)
         assert logp.shape == (len(legal),) and logp.dtype == np.float64
         np.testing.assert_allclose(logp, -np.log(len(legal)), atol=1e-6)
     perturb(policy)
-    obs, legal = states("ClickButton", "Markdown")[0]
+    obs, legal = states("ClickButton", "BundleMarkdown")[0]
     logp = policy.log_probs(obs, legal)
     assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-6)
     assert logp.std() > 1e-4
@@ -65,7 +65,9 @@ def test_log_probs_do_not_depend_on_batch_padding() -> None:
     torch.manual_seed(1)
     policy = perturb(TextPolicy(SMALL))
     batch = (
-        states("EnterText", "Json", 2) + states("ClickCheckboxes", "Xml", 2) + states("BookFlight", "Html", 1)
+        states("EnterText", "Json", 2)
+        + states("ClickCheckboxes", "BundleXml", 2)
+        + states("BookFlight", "BundleHtml", 1)
     )
     together = policy.log_probs_batch(batch)
     for (obs, legal), joint in zip(batch, together):
@@ -159,14 +161,14 @@ def test_group_advantages_are_relative_to_the_group() -> None:
 
 def test_trainer_forms_the_groups_it_claims_to() -> None:
     """Cross grouping mixes both harnesses of a seed; within keeps them apart."""
-    factories = [lambda: make_env("EnterText", "Json"), lambda: make_env("EnterText", "Yaml")]
+    factories = [lambda: make_env("EnterText", "Json"), lambda: make_env("EnterText", "BundleYaml")]
     for grouping in ("within", "cross"):
         cfg = GRPOConfig(instances=3, group_size=2, grouping=grouping, seed=0)
         trainer = GRPOTrainer(TextPolicy(SMALL), factories, cfg)
         episodes = trainer.collect()
         assert len(episodes) == 3 * 2 * 2
         groups = make_groups([vars(e) for e in episodes], grouping)
-        harness_ids = {PRESETS["Json"].id, PRESETS["Yaml"].id}
+        harness_ids = {PRESETS["Json"].id, PRESETS["BundleYaml"].id}
         for members in groups.values():
             seen = {episodes[i].harness_id for i in members}
             assert len({episodes[i].seed for i in members}) == 1
@@ -211,10 +213,10 @@ def test_training_is_seeded() -> None:
 def test_play_greedy_and_agent_adapter_agree() -> None:
     torch.manual_seed(4)
     policy = perturb(TextPolicy(SMALL))
-    envs = [make_env("EnterText", "Yaml") for _ in range(3)]
+    envs = [make_env("EnterText", "BundleYaml") for _ in range(3)]
     batched = play(policy, list(zip(envs, [0, 1, 2])), greedy=True)
     agent = TextPolicyAgent(policy)
-    single = [run_episode(make_env("EnterText", "Yaml"), agent, s) for s in (0, 1, 2)]
+    single = [run_episode(make_env("EnterText", "BundleYaml"), agent, s) for s in (0, 1, 2)]
     assert [e.success for e in batched] == [r.success for r in single]
     assert [e.episode_return for e in batched] == [r.episode_return for r in single]
     with pytest.raises(ValueError, match="distinct env"):
@@ -237,7 +239,7 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
     args = build_parser().parse_args(
         [
             "train", "--algo", "text_policy", "--env", "harness_gym/EnterText-Json-v0",
-            "--env", "harness_gym/EnterText-Yaml-v0", "--grouping", "cross", "--iterations", "1",
+            "--env", "harness_gym/EnterText-BundleYaml-v0", "--grouping", "cross", "--iterations", "1",
             "--hyperparams", json.dumps({"instances": 2, "group_size": 2, "dim": 16, "hidden": 16}),
             "--eval-episodes", "3", "--out", str(tmp_path / "run"),
         ]
@@ -250,14 +252,14 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
 
     rows_file = tmp_path / "rows.jsonl"
     eval_args = build_parser().parse_args(
-        ["eval", "--model", str(tmp_path / "run"), "--env", "harness_gym/EnterText-Markdown-v0",
+        ["eval", "--model", str(tmp_path / "run"), "--env", "harness_gym/EnterText-BundleMarkdown-v0",
          "--episodes", "3", "--out", str(rows_file)]
     )  # fmt: skip
     out = io.StringIO()
     assert cli_train.run_model_eval(eval_args, out) == 0
-    assert "harness_gym/EnterText-Markdown-v0" in out.getvalue()
+    assert "harness_gym/EnterText-BundleMarkdown-v0" in out.getvalue()
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
-    assert len(rows) == 3 and rows[0]["harness_id"] == PRESETS["Markdown"].id
+    assert len(rows) == 3 and rows[0]["harness_id"] == PRESETS["BundleMarkdown"].id
 
 
 @pytest.mark.slow

@@ -59,13 +59,13 @@ def trace(env: gym.Env, seed: int) -> list:
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(4)))[::5] + [(9, 8, 7, 6, 5, 4)])
 def test_wrapper_stack_equals_spec_composition(order: tuple[int, ...]) -> None:
-    env: gym.Env = make_env("LoginUser", "Markdown")
+    env: gym.Env = make_env("LoginUser", "BundleMarkdown")
     perturbations = []
     for i in order:
         wrap, perturbation = STEPS[i]
         env = wrap(env)
         perturbations.append(perturbation)
-    direct = make_env("LoginUser", P.apply_all(PRESETS["Markdown"], perturbations))
+    direct = make_env("LoginUser", P.apply_all(PRESETS["BundleMarkdown"], perturbations))
     assert env.unwrapped.harness == direct.harness
     assert trace(env, 5) == trace(direct, 5)
     _, info = env.reset(seed=5)
