@@ -11,6 +11,7 @@ import pytest
 
 from harness_gym import PRESETS, TASKS
 from harness_gym.cli import main
+from harness_gym.core.presets import preset_applies
 
 
 def run(*argv: str, stdin: str = "") -> str:
@@ -24,14 +25,16 @@ def test_list_shows_tasks_presets_and_factors() -> None:
     for name in [*TASKS, *PRESETS, "obs_format", "tool_naming", "invalid_action"]:
         assert name in text
     envs = run("list", "envs").split()
-    assert len(envs) == len(TASKS) * len(PRESETS)
+    # Every preset that applies to a task (web conventions bind only to tasks with their tools).
+    applies = [(t, p) for t in TASKS for p in PRESETS if preset_applies(p, TASKS[t])]
+    assert len(envs) == len(applies) and ("ClickButton", "WebArenaStyle") in applies
 
 
 def test_play_by_hand_reaches_the_end() -> None:
     # '#N' picks a legal action; '?' asks for the oracle; free text is parsed like agent output.
     text = run(
         "play",
-        "harness_gym/ClickButton-Python-v0",
+        "harness_gym/ClickButton-BundlePython-v0",
         "--seed",
         "0",
         stdin="?\nclick(ref=999)\nnot an action\n" + "#0\n" * 3,
@@ -44,7 +47,7 @@ def test_play_by_hand_reaches_the_end() -> None:
 
 
 def test_play_quits_on_q() -> None:
-    assert "episode over" not in run("play", "harness_gym/EnterText-Yaml-v0", stdin="q\n")
+    assert "episode over" not in run("play", "harness_gym/EnterText-BundleYaml-v0", stdin="q\n")
 
 
 def test_eval_prints_a_task_by_preset_table_and_writes_rows(tmp_path) -> None:

@@ -13,9 +13,10 @@ from harness_gym.core.space import DEFAULT_SPACE
 def test_one_task_instance_under_every_harness() -> None:
     panel = make_panel("BookFlight", list(PRESETS.values()))
     obs, info = panel.reset(seed=12)
-    # Presets that differ only in what a language model is sent (tool channel, worked
-    # examples) render the same observation; every other pair differs.
-    shown = {h.replace(tool_channel="text", few_shot=0) for h in PRESETS.values()}
+    # The first observation depends only on the format, the field order and the fields shown
+    # (the history is empty at reset): presets that differ elsewhere (tools, parser, what a
+    # language model is sent) render the same text, and every other pair differs.
+    shown = {(h.obs_format, h.field_order, h.extra_fields, bool(h.history_window)) for h in PRESETS.values()}
     assert len(obs) == len(PRESETS) and len(set(obs)) == len(shown) < len(PRESETS)
     assert len(set(info["state_digest"])) == 1
     assert list(info["harness_id"]) == [h.id for h in PRESETS.values()]
@@ -57,7 +58,7 @@ def test_panel_over_a_balanced_subset_gives_paired_groups() -> None:
 
 
 def test_panel_bad_input() -> None:
-    panel = make_panel("ClickButton", ["Json", "Xml"])
+    panel = make_panel("ClickButton", ["Json", "BundleXml"])
     with pytest.raises(TypeError, match="one task seed"):
         panel.reset(seed=[1, 2])  # type: ignore[arg-type]
     panel.reset(seed=0)
