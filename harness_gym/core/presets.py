@@ -346,6 +346,37 @@ def get_preset(name: str) -> Harness:
     raise HarnessSpecError(f"unknown harness preset {name!r}; valid presets: {list(PRESETS)}")
 
 
+def task_family(task: type) -> str | None:
+    """The family of a built-in task (``web``, ``browser``, ``terminal``), from its module."""
+    parts = str(getattr(task, "__module__", "")).split(".")
+    return parts[2] if parts[:2] == ["harness_gym", "envs"] and len(parts) > 2 else None
+
+
+#: Families whose tasks also take another family's presets (real-browser tasks are web pages).
+FAMILY_ALSO: dict[str, tuple[str, ...]] = {"browser": ("web",)}
+
+_applies: dict[tuple[str, Harness, type], bool] = {}
+
+
+def preset_applies(name: str, task: type) -> bool:
+    """Whether preset ``name`` is registered with ``task``: the preset is for any family or for
+    the task's (out-of-package tasks: any), and its harness binds to the task's fields and
+    actions (a preset renaming ``click`` cannot bind to a task without it)."""
+    preset = PRESET_INFO[name]
+    family = task_family(task)
+    if preset.family is not None and family is not None:
+        if preset.family != family and preset.family not in FAMILY_ALSO.get(family, ()):
+            return False
+    key = (name, preset.harness, task)
+    if key not in _applies:
+        try:
+            preset.harness.bind(task.field_names, task.action_specs)  # type: ignore[attr-defined]
+            _applies[key] = True
+        except HarnessSpecError:
+            _applies[key] = False
+    return _applies[key]
+
+
 def preset_name(harness: Harness) -> str | None:
     """The (current) name of the preset equal to ``harness``, or ``None``."""
     for name, preset in PRESETS.items():
