@@ -2,7 +2,7 @@
 baselines, check harnesses, run sweeps and report on them.
 
 harness-gym list [tasks|presets|factors|envs]
-harness-gym play harness_gym/EnterText-Markdown-v0 --seed 3
+harness-gym play harness_gym/EnterText-ObsMarkdown-v0 --seed 3
 harness-gym eval --agent oracle --agent random --env 'harness_gym/*' --episodes 20 --seed 0
 harness-gym sweep --agent random --tasks ClickButton --subset balanced:4 --seeds 2 --out runs/demo
 

@@ -3,7 +3,7 @@
     harness-gym train --algo maskable_ppo --env harness_gym/ClickButton-Json-v0 --steps 20000 \\
         --seed 0 --out runs/cb-json
     harness-gym train --algo text_policy --env harness_gym/EnterText-Json-v0 \\
-        --env harness_gym/EnterText-Yaml-v0 --grouping cross --iterations 30 --out runs/et-cross
+        --env harness_gym/EnterText-BundleYaml-v0 --grouping cross --iterations 30 --out runs/et-cross
 
 ``--algo text_policy`` trains the torch text policy (GRPO-style); every ``--env`` is one
 training harness of the same task. The other algos train stable-baselines3 models on one env.
