@@ -56,6 +56,7 @@ bench: setup
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/browser_throughput.py
 	$(BIN)/python benchmarks/terminal_throughput.py
+	$(BIN)/python benchmarks/multiagent_panel.py
 	$(BIN)/python benchmarks/llm_rollouts.py
 
 lint: setup

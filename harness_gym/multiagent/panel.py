@@ -77,7 +77,8 @@ class HarnessPanelEnv(ParallelEnv):
             r = results[self._index[agent]]
             obs[agent], rewards[agent] = TextObservation(r.observation), r.reward
             terms[agent], truncs[agent] = r.terminated, r.truncated
-            infos[agent] = {**r.info, "agent": agent}
+            r.info["agent"] = agent  # a fresh dict per step (HarnessEnv builds a new info)
+            infos[agent] = r.info
         self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
         return obs, rewards, terms, truncs, infos
 
