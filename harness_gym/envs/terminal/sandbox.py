@@ -228,12 +228,19 @@ class Sandbox:
     the sandbox). The runner starts at the first command, and again after a crash.
     """
 
-    def __init__(self, root: Path, limits: SandboxLimits | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        limits: SandboxLimits | None = None,
+        binds: tuple[tuple[Path, str, bool], ...] = (),
+    ) -> None:
         require_bwrap()
         self.root = Path(root)
         self.app = self.root / "app"
         self.home = self.root / "home"
         self.limits = limits or SandboxLimits()
+        #: Extra (host directory, sandbox path, writable) mounts, e.g. a verifier's /tests.
+        self.binds = tuple((Path(h), t, w) for h, t, w in binds)
         self.uid = sandbox_uid()
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
@@ -247,8 +254,11 @@ class Sandbox:
         """Hand the episode directory to the sandbox user (after the task wrote its files)."""
         self.app.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        writable = [h for h, _, w in self.binds if w]
+        for host in writable:
+            host.mkdir(parents=True, exist_ok=True)
         if self.uid is not None:
-            for base in (self.app, self.home):
+            for base in (self.app, self.home, *writable):
                 os.chown(base, self.uid, self.uid)
                 for dirpath, dirnames, filenames in os.walk(base):
                     for name in dirnames + filenames:
@@ -300,6 +310,8 @@ class Sandbox:
             "--chdir",
             APP,
         ]
+        for host, target, writable_bind in self.binds:
+            args += ["--bind" if writable_bind else "--ro-bind", str(host), target]
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]  # the sandbox's own root (its /bin, /lib links) read-only too

@@ -1,0 +1,9 @@
+#!/bin/bash
+cat > /app/textutil/slug.py <<'PY'
+import re
+
+
+def slugify(title):
+    """A URL slug: lowercase words joined by single hyphens."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+PY
