@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from harness_gym.cli import train_lm
 from harness_gym.cli.common import (
     CommandError,
     json_object,
@@ -27,7 +28,7 @@ from harness_gym.cli.common import (
 )
 
 HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
-TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy")
+TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy", "grpo-lm")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="env id to train on (text_policy: repeat for several training harnesses of one task)",
     )
     parser.add_argument("--harness", help="replace the env's harness: a preset name or a YAML path")
-    parser.add_argument("--steps", type=positive_int, default=20_000, help="SB3: total env steps")
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        help="SB3: total env steps (default 20000); grpo-lm: optimizer steps (default 10)",
+    )
     parser.add_argument("--seed", type=seed_int, default=0)
     parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
     parser.add_argument("--max-actions", type=positive_int, default=32, help="SB3: size K of the action menu")
@@ -67,12 +73,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-episodes", type=non_negative_int, default=100, help="evaluate on seeds 0.. after training"
     )
+    train_lm.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Check every argument, train, save to ``--out``, then report the success rate on held-out seeds."""
     from harness_gym.core.presets import resolve_harness
 
+    if args.algo == "grpo-lm":
+        args.steps = 10 if args.steps is None else args.steps
+        return train_lm.run(args, out)
+    args.steps = 20_000 if args.steps is None else args.steps
     for env_id in args.env:
         require_env_id(env_id)
     if args.harness is not None:

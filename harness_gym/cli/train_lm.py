@@ -1,0 +1,111 @@
+"""``harness-gym train --algo grpo-lm``: GRPO for a language model through harnesses (TRL).
+
+    harness-gym train --algo grpo-lm --model llm --env harness_gym/ClickButton-JsonFewShot-v0 \\
+        --steps 20 --group-size 4 --out runs/cb-grpo
+    harness-gym train --algo grpo-lm --model llm --env harness_gym/ClickButton-JsonFewShot-v0 \\
+        --space examples/llm-space.yaml --subset balanced:1 --grouping cross --steps 20 --out runs/cb-cross
+    harness-gym eval --agent hf:runs/cb-grpo --env harness_gym/ClickButton-JsonFewShot-v0 --episodes 50
+
+The task is the ``--env``'s; the training harnesses are the env's harness (or ``--harness``),
+or, with ``--space``, the harnesses of ``--subset`` of that space. Training seeds are
+``--train-seed-start`` onward (evaluation uses seeds 0.. by default, which training never
+draws). Every argument is checked before torch, transformers and TRL are imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from harness_gym.cli.common import CommandError, make_env, output_dir, positive_int, require_env_id
+
+TRAIN_SEED_START = 10_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options only ``--algo grpo-lm`` reads."""
+    group = parser.add_argument_group("language models (--algo grpo-lm)")
+    group.add_argument(
+        "--model", dest="lm_model", default="llm", help="'llm' (embedded) or a HF model folder"
+    )
+    group.add_argument("--space", help="train under the harnesses of this space (YAML)")
+    group.add_argument("--subset", default=None, help="which harnesses of --space (default: balanced)")
+    group.add_argument("--group-size", type=positive_int, default=4, help="completions per GRPO group")
+    group.add_argument("--groups-per-step", type=positive_int, default=1, help="groups per optimizer step")
+    group.add_argument("--train-seeds", type=positive_int, default=64, help="distinct training seeds")
+    group.add_argument("--train-seed-start", type=int, default=TRAIN_SEED_START, help="first training seed")
+    group.add_argument("--learning-rate", type=float, default=5e-6)
+    group.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
+    group.add_argument("--lora-r", type=int, default=0, help="LoRA rank through peft (0: full fine-tuning)")
+    group.add_argument("--max-tokens", type=positive_int, default=48, help="most tokens per reply")
+    group.add_argument("--temperature", type=float, default=1.0, help="sampling temperature in training")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the arguments, train, save to ``--out``, evaluate greedily on seeds 0.."""
+    from harness_gym.core.presets import resolve_harness
+
+    if len(args.env) != 1:
+        raise CommandError(f"--algo grpo-lm trains on one task: give one --env, got {len(args.env)}")
+    env_id = require_env_id(args.env[0])
+    if args.harness is not None:
+        resolve_harness(args.harness)
+    if args.temperature <= 0:
+        raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
+    if args.lora_r < 0 or args.beta < 0 or args.learning_rate <= 0:
+        raise CommandError("--lora-r and --beta must be >= 0 and --learning-rate > 0")
+    probe = make_env(env_id, args.harness)
+    task = probe.unwrapped.task.task_id
+    harnesses = [probe.unwrapped.harness]
+    probe.close()
+    if args.space is not None:
+        from harness_gym.analysis.sweep_spec import select_harnesses
+
+        points, _, _, _ = select_harnesses(args.space, args.subset)
+        harnesses = [p.harness for p in points]
+    elif args.subset is not None:
+        raise CommandError("--subset needs --space")
+    if args.grouping == "cross" and len(harnesses) < 2:
+        raise CommandError("--grouping cross compares harnesses: give --space with at least two")
+    output_dir(args.out)
+
+    from harness_gym.llm.embedded import EmbeddedModelError
+    from harness_gym.train.chat_tokens import ChatTemplateError
+    from harness_gym.train.grpo_lm import GRPOLMConfig, TrainingSetupError, train_grpo_lm
+    from harness_gym.train.lm_rollout import RolloutConfig
+
+    try:
+        config = GRPOLMConfig(
+            task=task,
+            harnesses=harnesses,
+            train_seeds=list(range(args.train_seed_start, args.train_seed_start + args.train_seeds)),
+            model=args.lm_model,
+            grouping=args.grouping,
+            group_size=args.group_size,
+            groups_per_step=args.groups_per_step,
+            steps=args.steps,
+            learning_rate=args.learning_rate,
+            beta=args.beta,
+            lora_r=args.lora_r,
+            rollout=RolloutConfig(max_reply_tokens=args.max_tokens, temperature=args.temperature),
+            seed=args.seed,
+            threads=args.threads,
+        )
+        trained = train_grpo_lm(config, args.out)
+    except (TrainingSetupError, ChatTemplateError, EmbeddedModelError, ValueError) as err:
+        raise CommandError(str(err)) from None
+    t = trained.timings
+    share = t["env_seconds"] / t["train_seconds"] if t["train_seconds"] else 0.0
+    out.write(
+        f"saved {task} model trained with GRPO ({args.grouping}, {len(harnesses)} harness(es), "
+        f"{args.steps} steps) to {trained.path}; {t['train_seconds']:.0f} s, env share {100 * share:.1f}%\n"
+    )
+    if args.eval_episodes > 0:
+        from harness_gym.train.lm_eval import evaluate_folder
+
+        rate = evaluate_folder(
+            trained.path, task, harnesses[0], range(args.eval_episodes), threads=args.threads
+        )
+        out.write(f"greedy success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate.mean:.1f}%\n")
+    out.write(f"evaluate under any harness: harness-gym eval --agent hf:{trained.path} --env ...\n")
+    return 0
