@@ -225,3 +225,17 @@ def test_make_by_id_and_bad_channels() -> None:
         DelegationChannel(worker_step_cost=float("nan"))
     with pytest.raises(TypeError, match="'sample'"):
         DelegationEnv("ClickButton", channel=3)  # type: ignore[arg-type]
+
+
+def test_system_prompts_say_how_to_delegate() -> None:
+    tool = DelegationEnv("ClickButton", channel={"max_worker_steps": 4})
+    tool.reset(seed=0)
+    assert "delegate" in tool.infos[CONTROLLER]["system_prompt"] and "DELEGATE:" not in tool.system_prompt(
+        CONTROLLER
+    )
+    assert {t["function"]["name"] for t in tool.infos[CONTROLLER]["tools"]} >= {"click", "delegate"}
+    assert "end_turn" in tool.infos[WORKER]["system_prompt"] and "up to 4 turns" in tool.system_prompt(WORKER)
+    prefix = DelegationEnv("ClickButton", channel={"delegation_style": "prefix"})
+    prefix.reset(seed=0)
+    assert "DELEGATE:" in prefix.infos[CONTROLLER]["system_prompt"]
+    assert "delegate" not in {t["function"]["name"] for t in prefix.infos[CONTROLLER]["tools"]}

@@ -54,6 +54,14 @@ END_TURN = ActionSpec(
     (Param("summary", "str", "What you did and what is left to do."),),
 )
 PREFIX = "DELEGATE:"
+PREFIX_NOTE = (
+    "\n\nTo hand control to a worker agent, reply with a line starting `DELEGATE:` followed by "
+    "your instruction for it."
+)
+WORKER_NOTE = (
+    "\n\nYou are a worker: a controller handed you control with an instruction. You have up to "
+    "{k} turns; end your turn early with the end_turn tool."
+)
 
 HarnessLike = Harness | str | Mapping[str, Any] | Path | None
 
@@ -181,6 +189,19 @@ class DelegationEnv(AECEnv):
         self._worker_log: list[str] = []
         self._report = ""
         self.infos = {a: self._info(a) for a in self.agents}
+        for agent, info in self.infos.items():  # what stays fixed for the episode, as HarnessEnv
+            bound = self.controller_bound if agent == CONTROLLER else self.worker_bound
+            info["system_prompt"] = self.system_prompt(agent)
+            info["tools"] = bound.openai_tools
+
+    def system_prompt(self, agent: str) -> str:
+        """``agent``'s system prompt: its harness's, plus how to delegate (controller, prefix
+        style) or what a worker does."""
+        check_agent(agent, self.possible_agents)
+        if agent == WORKER:
+            return self.worker_bound.system_prompt + WORKER_NOTE.format(k=self.channel.max_worker_steps)
+        note = PREFIX_NOTE if self.channel.delegation_style == "prefix" else ""
+        return self.controller_bound.system_prompt + note
 
     def observe(self, agent: str) -> TextObservation:
         check_agent(agent, self.possible_agents)
