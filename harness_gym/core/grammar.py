@@ -195,4 +195,3 @@ def describe(grammar: ActionGrammar | None) -> str:
     if grammar is None:
         return "none"
     return f"{grammar.kind}:{'exact' if grammar.exact else 'per-tool'}"
-
