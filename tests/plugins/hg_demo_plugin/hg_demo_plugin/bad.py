@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 
 from harness_gym import Action, StepResult
+from harness_gym.core.tools import ToolStyle
+from hg_demo_plugin.styles import SLASH
 from hg_demo_plugin.tasks import PickLargest
 
 
@@ -69,3 +71,7 @@ class EarlyWin(PickLargest):
         result = super().step(action)
         early = action.name == "pick" and self.numbers[action["index"]] == max(self.numbers)
         return StepResult(reward=result.reward, terminated=result.terminated, success=result.success or early)
+
+
+#: A tool style that takes a built-in style's name.
+PYTHON_AGAIN = ToolStyle("python", SLASH.write, SLASH.read, "Write /tool arg=value.")
