@@ -2,14 +2,22 @@
 
     .venv/bin/python benchmarks/browser_throughput.py [--episodes 10] [--rounds 3] [--tasks click-button ...]
 
-Part 1 runs the same real MiniWoB++ tasks with the same scripted policy on both backends,
-side by side in one process, interleaved round by round (so machine noise hits both alike),
-and reports episodes per second and their ratio (target: at least 2x). The policy is
-``harness_gym.envs.browser.oracles``: on this backend it reads the fields through the
-canonical ``Json`` harness (the full ``BrowserEnv`` step: harness parse, task step, render);
-on Farama's it reads ``miniwob``'s DOM observation, converted to the same element tree, and
-acts with ``CLICK_ELEMENT`` / ``FOCUS_ELEMENT_AND_TYPE_TEXT``. Farama's environment runs as
-shipped (Debian's ``chromium`` and ``chromium-driver``, headless).
+Part 1 runs the same real MiniWoB++ task instances with the same scripted policy on both
+backends, side by side in one process, interleaved round by round (so machine noise hits all
+alike), and reports episodes per second and their ratios. Farama's environment runs twice:
+as shipped (it captures a screenshot with every observation) and with
+``record_screenshots=False``, the same work as harness-gym's (which captures none): the fair
+ratio, whose target is at least 2x. Every episode of every env plays the same MiniWoB instance:
+harness-gym's ``info["miniwob_seed"]`` for its reset seed is given to Farama's
+``reset(seed=...)`` (both call ``Math.seedrandom`` with it), and the utterances are compared.
+The policy is ``harness_gym.envs.browser.oracles``: on this backend it reads the fields through
+the canonical ``Json`` harness (the full ``BrowserEnv`` step: harness parse, task step,
+render); on Farama's it reads ``miniwob``'s DOM observation, converted to the same element
+tree, and acts with ``CLICK_ELEMENT`` / ``FOCUS_ELEMENT_AND_TYPE_TEXT``. Farama's environment
+is Debian's ``chromium`` and ``chromium-driver``, headless.
+
+``--typing`` measures a ``type`` action of 10 and of 1,000 characters side by side (target: the
+long one within 3x the short one).
 
 Part 2 reports steps per second of each real task against its pure-Python twin in the web
 suite, both through ``HarnessEnv`` with the ``Json`` harness and their oracles.
@@ -22,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 import harness_gym
 import harness_gym.envs.browser as browser_pkg
@@ -34,6 +44,7 @@ from harness_gym.analysis.rollout import run_episode
 from harness_gym.baselines.agents import OracleAgent, RandomAgent
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import find_chromium
+from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import make_browser_env
 from harness_gym.envs.browser.oracles import ORACLES
 from harness_gym.envs.browser.tasks import TWINS, task_id_for
@@ -102,22 +113,34 @@ def farama_action(env: gym.Env, action: Action) -> dict[str, Any]:
     raise ValueError(f"no Farama action for {action}")
 
 
-def make_farama(subdomain: str) -> gym.Env:
+def make_farama(subdomain: str, screenshots: bool = True) -> gym.Env:
+    """Farama's env; ``screenshots=False`` turns off its per-observation screenshot."""
     os.environ.setdefault("MINIWOB_CHROME_BINARY", find_chromium())
     os.environ.setdefault("MINIWOB_CHROMEDRIVER", "/usr/bin/chromedriver")
     import miniwob
 
     gym.register_envs(miniwob)
-    return gym.make(f"miniwob/{subdomain}-v1")
+    env = gym.make(f"miniwob/{subdomain}-v1")
+    env.reset(seed=0, options={"record_screenshots": screenshots})  # starts it; the option sticks
+    return env
 
 
-def run_farama(env: gym.Env, subdomain: str, seeds: range) -> tuple[float, int, int]:
-    """Seconds, episodes solved, steps for ``seeds`` episodes."""
+def miniwob_seed(seed: int) -> int:
+    """The MiniWoB seed harness-gym's ``reset(seed=seed)`` plays (``info["miniwob_seed"]``)."""
+    return int(np.random.default_rng(seed).integers(0, 2**31 - 1))
+
+
+def run_farama(
+    env: gym.Env, subdomain: str, seeds: range, utterances: dict[int, str]
+) -> tuple[float, int, int]:
+    """Seconds, episodes solved, steps for the MiniWoB instances of harness-gym's ``seeds``;
+    each episode's utterance goes to ``utterances``."""
     policy = ORACLES[subdomain]
     solved = steps = 0
     start = time.perf_counter()
     for seed in seeds:
-        obs, _ = env.reset(seed=seed)
+        obs, _ = env.reset(seed=miniwob_seed(seed))
+        utterances[seed] = obs["utterance"]
         for _ in range(20):
             action = farama_action(env, policy(farama_fields(obs)))
             obs, reward, terminated, truncated, _ = env.step(action)
@@ -131,13 +154,17 @@ def run_farama(env: gym.Env, subdomain: str, seeds: range) -> tuple[float, int, 
 # -- this package -----------------------------------------------------------------------------
 
 
-def run_env(env: gym.Env, seeds: range) -> tuple[float, int, int]:
-    """Seconds, episodes solved, steps for ``seeds`` oracle episodes of a HarnessEnv."""
+def run_env(env: gym.Env, seeds: range, utterances: dict[int, str] | None = None) -> tuple[float, int, int]:
+    """Seconds, episodes solved, steps for ``seeds`` oracle episodes of a HarnessEnv (a browser
+    env's utterances go to ``utterances``)."""
     base = env.unwrapped
     solved = steps = 0
     start = time.perf_counter()
     for seed in seeds:
-        env.reset(seed=seed)
+        _, info = env.reset(seed=seed)
+        if utterances is not None:
+            assert info["miniwob_seed"] == miniwob_seed(seed), "the benchmark's seed mapping is stale"
+            utterances[seed] = base.task.fields()["instruction"]
         done = False
         info: dict[str, Any] = {}
         while not done:
@@ -154,6 +181,85 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _process_tree() -> list[int]:
+    """This process and all its descendants (Playwright's driver, chromedriver, the browsers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()  # noqa: SIM115
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rfind(")") + 2 :].split()[1]), []).append(int(entry))
+    tree, stack = [], [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, []))
+    return tree
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU time of these processes (those still alive)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            stat = open(f"/proc/{pid}/stat").read()  # noqa: SIM115
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def cpu_per_episode(tasks: list[str], episodes: int) -> None:
+    """CPU milliseconds per oracle episode of each env, all its processes counted: a measure
+    that other jobs on the machine barely distort (unlike episodes per second)."""
+    print(f"\n== Part 1b: CPU ms per episode (Python, driver, browser; {episodes} episodes) ==")
+    rows = []
+    for t in tasks:
+        cost = {}
+        for kind in ("shots", "noshots", "ours", "reuse"):
+            if kind in ("ours", "reuse"):
+                env = make_browser_env(task_id_for(t), reuse_page=kind == "reuse")
+                run = lambda seeds, env=env: run_env(env, seeds)  # noqa: E731
+            else:
+                env = make_farama(t, screenshots=kind == "shots")
+                run = lambda seeds, env=env, t=t: run_farama(env, t, seeds, {})  # noqa: E731
+            run(range(5))  # warm caches
+            before = _cpu_seconds(tree := _process_tree())
+            run(range(3000, 3000 + episodes))
+            cost[kind] = (_cpu_seconds(tree) - before) * 1000 / episodes
+            env.close()
+        rows.append(
+            [t, *(f"{cost[k]:.0f}" for k in ("shots", "noshots", "ours", "reuse"))]
+            + [f"{cost['noshots'] / cost['ours']:.2f}x", f"{cost['noshots'] / cost['reuse']:.2f}x"]
+        )
+    print(table(["task", "F", "F-noshot", "hg", "hg-reuse", "F-noshot/hg", "F-noshot/hg-reuse"], rows))
+
+
+def typing_cost(repeats: int) -> None:
+    """A ``type`` of 10 and of 1,000 characters into the same text box, interleaved."""
+    print("\n== Typing: one type action, 10 vs 1,000 characters (enter-text) ==")
+    env = make_browser_env("BrowserEnterText")
+    env.reset(seed=0)
+    task = env.unwrapped.task
+    box = next(n for n in walk(task.fields()["page"]) if n["tag"] == "input")
+    times: dict[int, list[float]] = {10: [], 1000: []}
+    for _ in range(repeats):
+        for length in times:
+            text = ("abcdefghij" * (length // 10 + 1))[:length]
+            start = time.perf_counter()
+            task.step(Action.of("type", ref=box["ref"], text=text))
+            times[length].append(time.perf_counter() - start)
+            assert next(n for n in walk(task.fields()["page"]) if n["ref"] == box["ref"])["value"] == text
+    env.close()
+    short, long = statistics.median(times[10]), statistics.median(times[1000])
+    print(
+        f"median type: 10 chars {short * 1000:.1f} ms, 1000 chars {long * 1000:.1f} ms: {long / short:.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS)
@@ -163,11 +269,17 @@ def main() -> None:
     parser.add_argument(
         "--sim-to-real", type=int, default=0, metavar="N", help="seeds per twin pair (0: skip)"
     )
-    parser.add_argument("--skip-throughput", action="store_true", help="only the sim-to-real table")
+    parser.add_argument("--skip-throughput", action="store_true", help="skip parts 1 and 2")
+    parser.add_argument("--typing", type=int, default=0, metavar="N", help="type-cost repeats (0: skip)")
+    parser.add_argument("--cpu", type=int, default=0, metavar="N", help="CPU per episode over N (0: skip)")
     args = parser.parse_args()
     browser_pkg.register()
     if not args.skip_throughput:
         throughput(args)
+    if args.cpu:
+        cpu_per_episode(args.tasks, args.cpu)
+    if args.typing:
+        typing_cost(args.typing)
     if args.sim_to_real:
         sim_to_real(args.sim_to_real)
     print(f"\nharness-gym {harness_gym.__version__}; Chromium at {find_chromium()}")
@@ -191,41 +303,64 @@ def sim_to_real(seeds: int) -> None:
 
 
 def throughput(args: argparse.Namespace) -> None:
-    print("== Part 1: episodes/s, same tasks, same scripted policy ==")
-    ours = {t: make_browser_env(task_id_for(t)) for t in args.tasks}
-    theirs = {t: make_farama(t) for t in args.tasks}
+    print("== Part 1: episodes/s, same tasks, same MiniWoB instances, same scripted policy ==")
+    # harness-gym (a fresh document per episode, the default); harness-gym with reuse_page=True
+    # (the next episode in the same document, as Farama's env does); Farama as shipped; Farama
+    # without screenshots.
+    kinds = ["ours", "reuse", "shots", "noshots"]
+    envs: dict[str, dict[str, gym.Env]] = {
+        "ours": {t: make_browser_env(task_id_for(t)) for t in args.tasks},
+        "reuse": {t: make_browser_env(task_id_for(t), reuse_page=True) for t in args.tasks},
+        "shots": {t: make_farama(t, screenshots=True) for t in args.tasks},
+        "noshots": {t: make_farama(t, screenshots=False) for t in args.tasks},
+    }
+    said: dict[str, dict[tuple[str, int], str]] = {k: {} for k in kinds}
+
+    def run(kind: str, task: str, seeds: range) -> tuple[float, int, int]:
+        heard: dict[int, str] = {}
+        if kind in ("ours", "reuse"):
+            result = run_env(envs[kind][task], seeds, heard)
+        else:
+            result = run_farama(envs[kind][task], task, seeds, heard)
+        said[kind].update({(task, seed): text for seed, text in heard.items()})
+        return result
+
     for t in args.tasks:  # warm up: browsers started, first page loads done
-        run_env(ours[t], range(1))
-        run_farama(theirs[t], t, range(1))
-    totals = {t: [0.0, 0, 0, 0.0, 0, 0] for t in args.tasks}  # ours: s, solved, steps; theirs: same
+        for kind in kinds:
+            run(kind, t, range(1))
+    totals = {k: {t: [0.0, 0, 0] for t in args.tasks} for k in kinds}  # seconds, solved, steps
     for r in range(args.rounds):
         seeds = range(1000 + r * args.episodes, 1000 + (r + 1) * args.episodes)
         for t in args.tasks:
-            order = ["ours", "farama"] if r % 2 == 0 else ["farama", "ours"]
-            for which in order:  # alternate who goes first
-                if which == "ours":
-                    offset, (seconds, solved, steps) = 0, run_env(ours[t], seeds)
-                else:
-                    offset, (seconds, solved, steps) = 3, run_farama(theirs[t], t, seeds)
-                totals[t][offset] += seconds
-                totals[t][offset + 1] += solved
-                totals[t][offset + 2] += steps
+            for kind in kinds[r % 4 :] + kinds[: r % 4]:  # rotate who goes first
+                for i, value in enumerate(run(kind, t, seeds)):
+                    totals[kind][t][i] += value
+    same = sum(len({said[k][key] for k in kinds}) == 1 for key in said["ours"])
     n = args.rounds * args.episodes
     rows = []
-    for t in args.tasks:
-        o_s, o_ok, o_steps, f_s, f_ok, f_steps = totals[t]
-        rows.append(
-            [t, f"{n / f_s:.1f}", f"{f_ok / n:.0%}", f"{n / o_s:.1f}", f"{o_ok / n:.0%}", f"{f_s / o_s:.2f}x"]
-        )
-    o_total = sum(v[0] for v in totals.values())
-    f_total = sum(v[3] for v in totals.values())
-    count = n * len(args.tasks)
-    rows.append(
-        ["ALL", f"{count / f_total:.1f}", "", f"{count / o_total:.1f}", "", f"{f_total / o_total:.2f}x"]
+    for t in [*args.tasks, "ALL"]:
+        cells = [t]
+        picked = {k: ([totals[k][t]] if t != "ALL" else list(totals[k].values())) for k in kinds}
+        seconds = {k: sum(v[0] for v in picked[k]) for k in kinds}
+        count = n * len(picked["ours"])
+        for k in ("shots", "noshots", "ours", "reuse"):
+            cells.append(f"{count / seconds[k]:.1f}")
+            cells.append(f"{sum(v[1] for v in picked[k]) / count:.0%}" if t != "ALL" else "")
+        for ours in ("ours", "reuse"):
+            cells.append(f"{seconds['shots'] / seconds[ours]:.2f}x")
+            cells.append(f"{seconds['noshots'] / seconds[ours]:.2f}x")
+        rows.append(cells)
+    header = ["task", "F eps/s", "ok", "F-noshot eps/s", "ok", "hg eps/s", "ok", "hg-reuse eps/s", "ok"]
+    ratios = ["hg/F", "hg/F-noshot", "hg-reuse/F", "hg-reuse/F-noshot"]
+    print(table([*header, *ratios], rows))
+    print(
+        "F: Farama as shipped (a screenshot per observation); F-noshot: record_screenshots=False; "
+        "hg: harness-gym (a fresh document per episode); hg-reuse: reuse_page=True"
     )
-    print(table(["task", "farama eps/s", "solved", "harness-gym eps/s", "solved", "ratio"], rows))
-    for env in [*ours.values(), *theirs.values()]:
-        env.close()
+    print(f"same MiniWoB instance (utterance) in all four envs: {same}/{len(said['ours'])} episodes")
+    for group in envs.values():
+        for env in group.values():
+            env.close()
 
     print("\n== Part 2: steps/s, real task vs its pure-Python twin (oracle, Json harness) ==")
     rows = []

@@ -634,6 +634,10 @@ class BrowserSession:
                     self._loading[other] = url
             return self._pages[tab], result
 
+    def is_active(self, page: Any) -> bool:
+        """Whether ``page`` is the page of the latest :meth:`load` of a live browser."""
+        return self.alive and self._active is not None and self._pages[self._active] is page
+
     def call(self, page: Any, function: str, *args: Any) -> Any:
         """Call a function of a page of this session (a JavaScript expression, e.g.
         ``"__hgPage.click"``) with JSON arguments, in one round trip; its (JSON-like) value,

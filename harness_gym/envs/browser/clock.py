@@ -90,7 +90,9 @@ INIT_SCRIPT = """
     now = end;
     return now - EPOCH;
   }
-  window.__hgClock = {advance, pending: () => timers.size, errors, now: () => now - EPOCH};
+  // A new episode in the same document (``reuse_page``): back to the first instant, nothing queued.
+  function restart() { timers.clear(); now = EPOCH; }
+  window.__hgClock = {advance, restart, pending: () => timers.size, errors, now: () => now - EPOCH};
   const css = '*, *::before, *::after { animation-duration: 0s !important; ' +
     'animation-delay: 0s !important; transition-duration: 0s !important; transition-delay: 0s !important; }';
   document.addEventListener('DOMContentLoaded', () => {

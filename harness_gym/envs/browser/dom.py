@@ -35,6 +35,8 @@ TEXT_INPUT_TYPES = frozenset(
 
 #: The page-side functions, as ``window.__hgPage`` (top-level documents only):
 #:
+#: * ``restart(args)``: ``start`` again in the same document (clock back to its first instant, no
+#:   timer pending, new refs), for ``reuse_page``;
 #: * ``start(args)``: the episode start: ``Math.seedrandom(args.seed)``, MiniWoB's
 #:   ``core.startEpisodeReal()`` with the task timer cancelled, then the observation (JSON,
 #:   with ``html``, the body's markup, for the state digest);
@@ -278,8 +280,18 @@ PAGE_SCRIPT = r"""
     return JSON.stringify(observe(settle, withPoints));
   }
 
+  // A new episode in this document, as Farama's env starts one (``reuse_page``): the clock back
+  // to its first instant with no timer pending, new refs, no focus, then ``start``.
+  function restart(args) {
+    if (window.__hgClock) window.__hgClock.restart();
+    hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    window.scrollTo(0, 0);
+    return start(args);
+  }
+
   window.__hgPage = {
-    start, click, point, focus, select,
+    start, restart, click, point, focus, select,
     observe: (settle, withPoints) => JSON.stringify(observe(settle, withPoints)),
   };
 })();

@@ -72,13 +72,16 @@ def make_browser_env(
     render_mode: str | None = None,
     session: BrowserSession | None = None,
     call_timeout: float | None = None,
+    reuse_page: bool = False,
 ) -> BrowserEnv:
     """Build a :class:`BrowserEnv` from a task id (or class/instance) and any harness form.
 
     ``session`` runs the task in an existing :class:`BrowserSession` (shared browsers, e.g.
     in tests); by default the env owns a browser of its own, whose deadline per reset or step
     is ``call_timeout`` seconds (default
-    :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
+    :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`). ``reuse_page=True`` starts
+    each episode in the previous one's document, as Farama's env does (see
+    :class:`~harness_gym.envs.browser.task.BrowserTask`).
     """
     if isinstance(task, str):
         from harness_gym.envs.browser.tasks import BROWSER_TASKS
@@ -86,5 +89,5 @@ def make_browser_env(
         known = {t.task_id: t for t in BROWSER_TASKS}
         task = known[task] if task in known else get_task(task)  # type: ignore[assignment]
     if isinstance(task, type):
-        task = task(session=session, call_timeout=call_timeout)
+        task = task(session=session, call_timeout=call_timeout, reuse_page=reuse_page)
     return BrowserEnv(task, harness=harness, render_mode=render_mode)

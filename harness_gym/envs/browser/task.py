@@ -89,6 +89,13 @@ class BrowserTask(Task):
         session: a :class:`BrowserSession` to run in (default: a new one, owned and closed by
             this task).
         click_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`CLICK_MODES`.
+        call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
+            starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
+        reuse_page: start each episode in the previous episode's document, as Farama's env
+            does (``core.startEpisodeReal()`` again, one round trip, no page load), instead of
+            a freshly loaded one. Faster; but whatever the previous episode left in the
+            document (a widget appended to the body, a scroll position) stays, so an instance
+            can differ from the one a fresh load gives for the same seed. Off by default.
 
     Construction checks that Playwright and Chromium are installed and raises
     :class:`~harness_gym.envs.browser.browser.BrowserUnavailableError` with the install
@@ -119,6 +126,7 @@ class BrowserTask(Task):
         session: BrowserSession | None = None,
         click_mode: str = "dom",
         call_timeout: float | None = None,
+        reuse_page: bool = False,
     ) -> None:
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
@@ -128,6 +136,7 @@ class BrowserTask(Task):
             raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.click_mode = click_mode
         self.call_timeout = call_timeout
+        self.reuse_page = bool(reuse_page)
         #: Whether observations carry each element's click point (only ``"cdp"`` clicks use them).
         self._points_wanted = click_mode == "cdp"
         self.chromium = check_requirements()
@@ -186,6 +195,17 @@ class BrowserTask(Task):
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         session = self.session
+        if self.reuse_page and self._page is not None and session.is_active(self._page):
+            try:  # Farama's way: the next episode in the same document, one round trip
+                text = session.call(self._page, "__hgPage.restart", args)
+            except BrowserCrashedError as err:
+                self._page = None
+                self.done = True
+                raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+            obs = json.loads(text)
+            self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
+            self._observe(obs)
+            return
         for attempt in range(2):
             launches = session.launches
             try:
