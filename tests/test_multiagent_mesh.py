@@ -201,3 +201,16 @@ def test_make_by_id_and_team_reward_in_infos() -> None:
     _, rewards, terms, _, infos = env.step({a: env.member(a).oracle_action() for a in env.agents})
     assert rewards == {"agent_0": 1.0, "agent_1": 1.0} and all(terms.values())
     assert infos["agent_1"]["team_reward"] == 1.0 == env.team_reward
+
+
+def test_works_with_supersuit_vectorization() -> None:
+    ss = pytest.importorskip("supersuit")
+    mesh = HintMeshEnv("ClickButton", 2)
+    vec = ss.pettingzoo_env_to_vec_env_v1(mesh)
+    vec.reset(seed=1)
+    _, rewards, terms, _, _ = vec.step(
+        [mesh.proposal(mesh.member(a).oracle_action(), 1.0) for a in mesh.agents]
+    )
+    assert mesh.phase == "commit" and not np.asarray(terms).any()
+    _, rewards, terms, _, _ = vec.step([mesh.member(a).oracle_action() for a in mesh.possible_agents])
+    assert np.asarray(rewards).tolist() == [1.0, 1.0] and np.asarray(terms).all()

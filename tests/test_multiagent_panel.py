@@ -111,6 +111,15 @@ def test_works_with_supersuit_vectorization() -> None:
     actions = [vec.par_env.env_of(a).oracle_action() for a in vec.par_env.possible_agents]
     obs, rewards, terms, truncs, infos = vec.step(actions)
     assert np.asarray(rewards).tolist() == [1.0, 1.0] and all(terms)
+    # Several panels concatenated into one vector env (in this process). SuperSuit's vector
+    # envs need the agents of a panel to end together (its black_death needs Box spaces).
+    make_vec = ss.pettingzoo_env_to_vec_env_v1
+    both = ss.concat_vec_envs_v1(make_vec(HarnessPanelEnv("ClickButton", ["Json", MARKDOWN])), 2, num_cpus=0)
+    obs, _ = both.reset(seed=0)
+    assert len(obs) == 4
+    _, rewards, terms, _, infos = both.step(["garbage"] * 4)
+    assert np.asarray(rewards).tolist() == [0.0] * 4 and not np.asarray(terms).any()
+    assert [i["invalid_actions"] for i in infos] == [1] * 4
 
 
 def test_the_vector_panel_and_the_parallel_panel_are_one_code_path() -> None:
