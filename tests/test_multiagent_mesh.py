@@ -214,3 +214,14 @@ def test_works_with_supersuit_vectorization() -> None:
     assert mesh.phase == "commit" and not np.asarray(terms).any()
     _, rewards, terms, _, _ = vec.step([mesh.member(a).oracle_action() for a in mesh.possible_agents])
     assert np.asarray(rewards).tolist() == [1.0, 1.0] and np.asarray(terms).all()
+
+
+def test_stepping_before_reset_says_so() -> None:
+    from harness_gym.multiagent.delegation import DelegationEnv
+    from harness_gym.multiagent.panel import HarnessPanelEnv
+
+    for env in (HintMeshEnv("ClickButton", 2), HarnessPanelEnv("ClickButton", ["Json"])):
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step({"agent_0": "x"})
+    with pytest.raises(RuntimeError, match="reset"):
+        DelegationEnv("ClickButton").step("x")

@@ -25,9 +25,11 @@ def check_agent(agent: Any, possible: Sequence[str]) -> str:
 
 
 def check_parallel_actions(
-    actions: Any, live: Sequence[str], possible: Sequence[str], what: str = "action"
+    actions: Any, live: Sequence[str], possible: Sequence[str], started: bool = True, what: str = "action"
 ) -> None:
     """A parallel action dict must map every live agent, and only live agents, to a str."""
+    if not started:
+        raise RuntimeError("call reset() before step()")
     if not isinstance(actions, Mapping):
         raise TypeError(
             f"step takes a dict from agent name to {what} text, got {type(actions).__name__}; "

@@ -218,6 +218,8 @@ class DelegationEnv(AECEnv):
         return TextObservation(text[:MAX_OBSERVATION_CHARS])
 
     def step(self, action: str | None, agent: str | None = None) -> None:
+        if self._seed is None:
+            raise RuntimeError("call reset() before step()")
         acting = self.agent_selection
         if agent is not None and check_agent(agent, self.possible_agents) != acting:
             raise AgentError(f"it is {acting}'s turn, not {agent}'s (acting out of turn)")

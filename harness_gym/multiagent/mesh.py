@@ -115,6 +115,7 @@ class HintMeshEnv(ParallelEnv):
         self.channel = self.base_channel
         self.possible_agents = [f"agent_{i}" for i in range(self.panel.num_envs)]
         self.agents: list[str] = []
+        self._started = False
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         size = self.panel.envs[0].observation_space.max_length
         self.observation_spaces = {a: ObjectText(size) for a in self.possible_agents}
@@ -145,6 +146,7 @@ class HintMeshEnv(ParallelEnv):
         seed_used = member_infos[0]["seed"]
         self.channel = self._channel_source(seed_used) if self._channel_source else self.base_channel
         self.agents = list(self.possible_agents)
+        self._started = True
         self.phase = "propose"
         self.round = 0
         self._member_info = {a: member_infos[i] for a, i in self._index.items()}
@@ -157,7 +159,7 @@ class HintMeshEnv(ParallelEnv):
         return self._observations(self.agents), self._infos(self.agents)
 
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
-        check_parallel_actions(actions, self.agents, self.possible_agents)
+        check_parallel_actions(actions, self.agents, self.possible_agents, self._started)
         live = list(self.agents)
         if self.phase == "propose":
             terms = self._propose(actions)

@@ -42,6 +42,7 @@ class HarnessPanelEnv(ParallelEnv):
         self.render_mode = render_mode
         self.possible_agents = agent_names(harnesses, self.panel.harnesses)
         self.agents: list[str] = []
+        self._started = False
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
         # Text as NumPy object dtype, so PettingZoo's AEC checks pass through parallel_to_aec.
         size = self.panel.envs[0].observation_space.max_length
@@ -63,6 +64,7 @@ class HarnessPanelEnv(ParallelEnv):
     ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         infos = self.panel.reset_members(seed=seed, options=options)
         self.agents = list(self.possible_agents)
+        self._started = True
         obs = self.panel.observations
         return (
             {a: TextObservation(obs[i]) for a, i in self._index.items()},
@@ -70,7 +72,7 @@ class HarnessPanelEnv(ParallelEnv):
         )
 
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
-        check_parallel_actions(actions, self.agents, self.possible_agents)
+        check_parallel_actions(actions, self.agents, self.possible_agents, self._started)
         results = self.panel.step_members({self._index[a]: text for a, text in actions.items()})
         obs, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
