@@ -155,7 +155,6 @@ class HintMeshEnv(ParallelEnv):
         self._shown_error: dict[str, str | None] = dict.fromkeys(self.agents, None)
         self._hints: dict[str, str | None] = dict.fromkeys(self.agents, None)
         self._best: Proposal | None = None
-        self._ended_by_proposal: set[str] = set()
         return self._observations(self.agents), self._infos(self.agents)
 
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
@@ -218,7 +217,6 @@ class HintMeshEnv(ParallelEnv):
                 self._shown_error[agent] = None if policy == "ignore" else f"Your proposal: {err.message}"
                 if policy == "end":
                     terms[agent] = True
-                    self._ended_by_proposal.add(agent)
                 continue
             valid.append(Proposal(agent, action, confidence))
         self._best = max(valid, key=lambda p: (p.confidence, -self._index[p.agent]), default=None)
