@@ -11,7 +11,7 @@ pytest.importorskip("pettingzoo")
 
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 
-from harness_gym import Harness, make_env  # noqa: E402
+from harness_gym import Action, Harness, make_env  # noqa: E402
 from harness_gym.multiagent import AgentError, DelegationChannel, make  # noqa: E402
 from harness_gym.multiagent.delegation import CONTROLLER, WORKER, DelegationEnv  # noqa: E402
 from harness_gym.multiagent.scripted import (  # noqa: E402
@@ -239,3 +239,21 @@ def test_system_prompts_say_how_to_delegate() -> None:
     prefix.reset(seed=0)
     assert "DELEGATE:" in prefix.infos[CONTROLLER]["system_prompt"]
     assert "delegate" not in {t["function"]["name"] for t in prefix.infos[CONTROLLER]["tools"]}
+
+
+def test_worker_actions_the_controller_has_no_tool_for_are_shown_canonically() -> None:
+    env = DelegationEnv("EnterText", controller_harness={"drop_tools": ["type"]})
+    env.reset(seed=0)
+    env.step(ScriptedController(env, "always").delegation())
+    action = env.task.oracle()
+    assert action.name == "type"
+    env.step(env.worker_bound.format_action(action))
+    env.step(env.worker_bound.format_action(Action.of("end_turn", summary="typed")))
+    assert f"- {action}" in env.observe(CONTROLLER)
+    # A prefix-style delegation longer than the harness's max_action_chars is rejected unread.
+    env = DelegationEnv("EnterText", channel={"delegation_style": "prefix"})
+    env.reset(seed=0)
+    env.step("DELEGATE: " + "x" * 9000)
+    assert env.infos[CONTROLLER]["error_kind"] == "too_long" and env.agent_selection == CONTROLLER
+    env.step("DELEGATE: type the text")
+    assert env.agent_selection == WORKER

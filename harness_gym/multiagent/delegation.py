@@ -300,7 +300,8 @@ class DelegationEnv(AECEnv):
                 self._success = self._success or bool(result.success)
                 reward += float(result.reward)
                 ended = bool(result.terminated)
-                self._worker_log.append(self.controller_bound.format_action(parsed))
+                shown = self.controller_bound  # in the controller's syntax when it has the tool
+                self._worker_log.append(shown.format_action(parsed) if shown.exposes(parsed) else str(parsed))
         if not ended and (turn_over or self._turn_steps >= self.channel.max_worker_steps):
             self._report = self._worker_report(summary)
             self.agent_selection = CONTROLLER
@@ -308,7 +309,10 @@ class DelegationEnv(AECEnv):
 
     def _parse_controller(self, text: str) -> Action | Delegation:
         bound = self.controller_bound
-        if self.channel.delegation_style == "prefix":
+        if (
+            self.channel.delegation_style == "prefix"
+            and len(text) <= self.harnesses[CONTROLLER].max_action_chars
+        ):
             stripped = text.lstrip()
             lenient = self.harnesses[CONTROLLER].parser == "lenient"
             head = stripped[: len(PREFIX)]
