@@ -356,6 +356,10 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
     "axtree": render_axtree,
 }
 
+#: Formats added to reproduce real systems (WebArena and BrowserGym page text): full levels,
+#: but left out of ``DEFAULT_SPACE`` so that its designs stay as they were.
+CONVENTION_FORMATS = ("axtree",)
+
 
 #: The formats this package defines (a plugin's format cannot take these names).
 BUILTIN_FORMATS: tuple[str, ...] = tuple(RENDERERS)

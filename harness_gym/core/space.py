@@ -451,10 +451,18 @@ CEILING_KEEPING_FACTORS = (
 def default_space() -> HarnessSpace:
     """Every factor whose levels keep the ceiling (presentation, interface, invalid-action
     policy), over every level registered now: built-in, ``register_format`` /
-    ``register_tool_style`` and installed plugins'."""
+    ``register_tool_style`` and installed plugins'; the built-in levels added to reproduce real
+    systems (``CONVENTION_FORMATS``, ``CONVENTION_STYLES``) are left out, so the default designs
+    stay as they were (add them with a space of your own)."""
+    from harness_gym.core.formats import CONVENTION_FORMATS
     from harness_gym.core.harness import LEVELS
+    from harness_gym.core.tools import CONVENTION_STYLES
 
-    levels: dict[str, list[Any]] = {f: list(LEVELS[f]) for f in CEILING_KEEPING_FACTORS}
+    # Levels added for the convention presets stay out, so the default designs are unchanged.
+    conventions = {"obs_format": CONVENTION_FORMATS, "tool_style": CONVENTION_STYLES}
+    levels: dict[str, list[Any]] = {
+        f: [lv for lv in LEVELS[f] if lv not in conventions.get(f, ())] for f in CEILING_KEEPING_FACTORS
+    }
     return HarnessSpace(
         {
             "obs_format": levels["obs_format"],

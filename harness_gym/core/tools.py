@@ -23,6 +23,10 @@ from harness_gym.core.task import Action, ActionSpec, Param
 
 #: The tool styles this package defines; :func:`register_tool_style` adds more.
 TOOL_STYLES = ("json", "xml", "python", "command", "python_positional", "bracket", "json_flat")
+#: Tool styles added to reproduce real systems (BrowserGym, WebArena, MiniWoB++; see
+#: docs/presets.md): full levels everywhere, but left out of ``DEFAULT_SPACE`` so that its
+#: designs (and results recorded over them) stay as they were.
+CONVENTION_STYLES = ("python_positional", "bracket", "json_flat")
 TOOL_NAMINGS = ("canonical", "synonyms", "opaque")
 TOOL_DESCRIPTIONS = ("full", "terse", "none")
 
