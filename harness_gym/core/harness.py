@@ -64,6 +64,7 @@ FORMAT_NAMES = {
     "yaml": "YAML",
     "key_value": "plain key = value lines",
     "html": "HTML",
+    "axtree": "an accessibility-tree-like text ([id] role name lines)",
 }
 
 #: Levels of every categorical factor (the other factors take numbers or permutations).
