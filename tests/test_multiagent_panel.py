@@ -148,3 +148,14 @@ def test_missing_pettingzoo_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
         ma.require_pettingzoo()
     with pytest.raises(ImportError, match=r"harness-gym\[pettingzoo\]"):
         ma.__getattr__("HintMeshEnv")
+
+
+def test_unseeded_resets_continue_the_seeded_stream() -> None:
+    runs = []
+    for _ in range(2):
+        env = HarnessPanelEnv("ClickButton", ["Json", "JsonReversed"])
+        env.reset(seed=11)
+        runs.append([env.reset()[1]["Json"]["seed"] for _ in range(3)])
+    assert runs[0] == runs[1] and len(set(runs[0])) == 3
+    with pytest.raises(TypeError, match="one task seed"):
+        HarnessPanel("ClickButton", ["Json"]).reset_members(seed=True)
