@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness_gym.cli.common import table
 
@@ -19,7 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, Harness
-    from harness_gym.core.presets import PRESETS
     from harness_gym.core.registry import TASKS, registered_env_ids
 
     what = args.what
@@ -31,12 +30,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
     if what in ("presets", "all"):
-        out.write("\nPresets:\n")
-        table(
-            [["preset", "harness_id", "non-default factors"]]
-            + [[name, h.id, h.describe()] for name, h in PRESETS.items()],
-            out,
-        )
+        write_presets(out)
     if what in ("factors", "all"):
         out.write("\nFactors:\n")
         levels = {**{k: ", ".join(map(str, v)) for k, v in LEVELS.items()}}
@@ -61,3 +55,70 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for env_id in registered_env_ids():
             out.write(env_id + "\n")
     return 0
+
+
+#: What each kind of preset is for, as ``list presets`` heads its group.
+KIND_HEADINGS = {
+    "canonical": "every factor at its default",
+    "one-change": "the canonical harness with one change, named by it: compare each against Json",
+    "convention": "a real system's conventions, as close as the factors allow (docs/presets.md)",
+    "bundle": "coverage bundles: many factors at once, so a few presets touch every level (for sweeps)",
+}
+
+#: Task families whose presets live in their own table: (family, module, attribute).
+FAMILY_PRESET_TABLES = (("terminal", "harness_gym.envs.terminal.presets", "TERMINAL_PRESETS"),)
+
+
+def all_presets() -> list[Any]:
+    """Every preset: the registered ones, then task families' own tables (as conventions)."""
+    import importlib
+
+    from harness_gym.core.presets import PRESET_INFO, Preset
+
+    presets = list(PRESET_INFO.values())
+    for family, module, attribute in FAMILY_PRESET_TABLES:
+        try:
+            found = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError):
+            continue
+        presets += [
+            Preset(name, harness, "convention", f"{family} coding-harness convention", family=family)
+            for name, harness in found.items()
+            if name not in PRESET_INFO
+        ]
+    return presets
+
+
+def changes(harness: Any) -> str:
+    """The factors a harness moves from the defaults, one ``factor=level`` each, long text cut."""
+    parts = []
+    for factor, level in harness.to_dict(full=False).items():
+        text = level if isinstance(level, str) else json.dumps(level, separators=(",", ":"))
+        if isinstance(level, str) and (len(text) > 40 or "\n" in text):
+            text = f"<custom text, {len(level)} chars>"
+        parts.append(f"{factor}={text}")
+    return " ".join(parts) or "(none)"
+
+
+def write_presets(out: TextIO) -> None:
+    """The presets grouped by kind, each with its harness id and its changes."""
+    from harness_gym.core.presets import DEPRECATED_PRESETS, KINDS
+
+    presets = all_presets()
+    out.write("\nPresets:\n")
+    for kind in KINDS:
+        members = [p for p in presets if p.kind == kind]
+        if not members:
+            continue
+        out.write(f"\n{kind} ({KIND_HEADINGS[kind]}):\n")
+        table(
+            [["preset", "for", "harness_id", "changes"]]
+            + [[p.name, p.family or "any", p.harness.id, changes(p.harness)] for p in members],
+            out,
+        )
+    if DEPRECATED_PRESETS:
+        out.write("\ndeprecated names (resolve with a warning for one release):\n")
+        table(
+            [["old name", "now"]] + [[old, new] for old, new in DEPRECATED_PRESETS.items()],
+            out,
+        )

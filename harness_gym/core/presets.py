@@ -159,15 +159,18 @@ register_preset(
     "BrowserGym's high-level action set: click('12'), fill('12', 'text') over an AXTree-like text",
     family="web",
     reproduces=(
-        "BrowserGym's action syntax: Python calls with positional arguments and element ids "
-        "(bids) given as strings, under BrowserGym's names for our four actions (click, fill, "
-        "select_option, keyboard_press) and argument names (bid, value, options, key); "
-        "replies may carry the call in a code fence; the page as indented '[bid] role text' lines."
+        "BrowserGym's action syntax: Python calls with positional arguments, each a Python "
+        "literal and element ids (bids) as strings, as HighLevelActionSet.to_python_code writes "
+        "them; BrowserGym's names for our four actions (click, fill, select_option, "
+        "keyboard_press) and their argument names (bid, value, options, key); the call found "
+        "anywhere in the reply (prose, code fences), as its non-strict parser searches for it; "
+        "the page as indented '[bid] role text' lines."
     ),
     cannot=(
         "its other actions (dblclick, hover, scroll, mouse_* coordinates, send_msg_to_user, ...): "
         "the task's canonical actions decide which tools exist",
-        "several actions in one reply (BrowserGym executes a code block): a harness takes one",
+        "several actions in one reply (HighLevelActionSet's default multiaction=True): a harness "
+        "takes one action per turn, as multiaction=False does",
         "the real accessibility tree (roles, properties, bids like 'a51'): the page field is "
         "rendered in that shape from the task's elements",
         "optional arguments (click's button and modifiers)",
@@ -208,7 +211,7 @@ register_preset(
         rename_tools={"click": "CLICK_ELEMENT", "type": "FOCUS_ELEMENT_AND_TYPE_TEXT", "press": "PRESS_KEY"},
     ),
     "convention",
-    "Farama MiniWoB++ element-ref actions: {\"action_type\": \"CLICK_ELEMENT\", \"ref\": 12}",
+    'Farama MiniWoB++ element-ref actions: {"action_type": "CLICK_ELEMENT", "ref": 12}',
     family="web",
     reproduces=(
         "the action dict of Farama MiniWoB++'s Gymnasium environment: an action_type named by "
@@ -242,13 +245,15 @@ register_preset(
         "observation comes back as the role=tool message answering that call, in one growing chat."
     ),
     cannot=(
-        "strict structured outputs (\"strict\": true on a function): not sent; the harness's "
+        'strict structured outputs ("strict": true on a function): not sent; the harness\'s '
         "own parser checks the arguments",
         "parallel tool calls: one call per turn is taken",
     ),
     sources=(
-        "openai/openai-python src/openai/types/chat/chat_completion_message_tool_call.py",
-        "openai/openai-python src/openai/types/chat/chat_completion_tool_param.py",
+        "openai/openai-python src/openai/types/chat/chat_completion_function_tool_param.py",
+        "openai/openai-python src/openai/types/shared_params/function_definition.py",
+        "openai/openai-python src/openai/types/chat/chat_completion_message_function_tool_call.py",
+        "openai/openai-python src/openai/types/chat/chat_completion_tool_message_param.py",
     ),
 )
 
@@ -323,7 +328,7 @@ _INTERNAL = ("harness_gym", "gymnasium")
 def _deprecated(name: str) -> Harness:
     new = DEPRECATED_PRESETS[name]
     harness = PRESETS[new]
-    level, frame = 1, sys._getframe(1)
+    level, frame = 1, sys._getframe(0)
     while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _INTERNAL:
         level, frame = level + 1, frame.f_back
     warnings.warn(
