@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pettingzoo")
@@ -101,3 +102,65 @@ def test_pettingzoo_wrappers_around_the_aec_env() -> None:
     wrapped = OrderEnforcingWrapper(DelegationEnv("ClickButton"))
     with pytest.raises(Exception, match="reset"):
         wrapped.step("x")  # PettingZoo's wrapper: step before reset
+
+
+def test_the_effect_of_delegating_is_the_cost_of_the_workers_steps() -> None:
+    from harness_gym.multiagent import paired_effect
+
+    cost, seeds, tasks = 0.1, [0, 1, 2, 3], ["EnterText", "LoginUser", "BookFlight"]
+    channel = {"worker_step_cost": cost, "max_worker_steps": 8}
+    rows = []
+    for mode in ("always", "never"):
+        envs = {t: (lambda t=t: DelegationEnv(t, channel=channel)) for t in tasks}
+        rows += run_multiagent_sweep(envs, delegation_policies(mode), seeds, policy_name=mode)
+    effect = paired_effect(rows, "policy", "always", "never", agent="controller_0")
+    # By construction: delegating everything costs cost x (the oracle's steps) per episode.
+    steps = []
+    for task in tasks:
+        for seed in seeds:
+            env = make_env(task)
+            env.reset(seed=seed)
+            n, done = 0, False
+            while not done:
+                _, _, term, trunc, _ = env.step(env.oracle_action())
+                n, done = n + 1, term or trunc
+            steps.append(n)
+    assert effect.pairs == len(tasks) * len(seeds)
+    assert effect.mean == pytest.approx(-cost * sum(steps) / len(steps))
+    assert effect.stderr > 0  # the tasks need different step counts
+    success = paired_effect(rows, "policy", "always", "never", metric="success")
+    assert success.mean == 0.0 and success.pairs == 2 * len(tasks) * len(seeds)
+    with pytest.raises(ValueError, match="values of policy seen"):
+        paired_effect(rows, "policy", "always", "sometimes")
+
+
+def test_the_effect_of_showing_hints_matches_the_counts_known_by_construction() -> None:
+    from harness_gym.multiagent import paired_effect
+    from harness_gym.multiagent.scripted import random_legal_episode
+
+    seeds, task, n_agents = list(range(6)), "ClickCheckboxes", 3
+    rows = []
+    for position in ("first", "hidden"):
+
+        def policy(env, agent):  # noqa: ANN001, ANN202
+            return (
+                MeshOracle(env, agent)
+                if agent == "agent_0"
+                else HintFollower(env, agent, seed=int(agent[-1]))
+            )
+
+        rows += run_multiagent_sweep(
+            {task: lambda p=position: HintMeshEnv(task, n_agents, channel={"hint_position": p})},
+            policy,
+            seeds,
+        )
+    effect = paired_effect(rows, "level_hint_position", "first", "hidden", metric="success")
+    # Shown: every agent wins. Hidden: the oracle wins, each follower as a lone random agent.
+    alone = [
+        random_legal_episode(make_env(task), seed, rng)
+        for i in range(1, n_agents)
+        for rng in [np.random.default_rng(i)]
+        for seed in seeds
+    ]
+    expected = sum(1 - won for won in alone) / (n_agents * len(seeds))
+    assert effect.pairs == n_agents * len(seeds) and effect.mean == pytest.approx(expected) and expected > 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness_gym.multiagent.agents import AgentError
 from harness_gym.multiagent.channels import Channel, DelegationChannel, MeshChannel
+from harness_gym.multiagent.effects import Effect, paired_effect
 
 _LAZY = {
     "HarnessPanelEnv": "harness_gym.multiagent.panel",
@@ -57,7 +58,9 @@ __all__ = [
     "AgentError",
     "Channel",
     "DelegationChannel",
+    "Effect",
     "MeshChannel",
+    "paired_effect",
     "require_pettingzoo",
     *_LAZY,
 ]
