@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness_gym.core.task import Action
+from harness_gym.core.tools import STYLES
 
 if TYPE_CHECKING:
     from harness_gym.core.tools import Toolbox
@@ -97,6 +98,8 @@ def action_grammar(
         return ActionGrammar("json_schema", schema, exact, len(exposed))
     if exact:
         pattern = "|".join(regex_literal(toolbox.format(a)) for a in exposed)
+    elif toolbox.style in STYLES:  # a registered style has no per-tool pattern: any reply
+        pattern = f"[\\s\\S]{{1,{toolbox.max_chars}}}"
     else:
         pattern = "|".join(_tool_regex(toolbox, tool, max_string) for tool in toolbox.tools)
     return ActionGrammar("regex", f"({pattern})", exact, len(exposed))
