@@ -201,7 +201,7 @@ def _space_label(space: Any) -> str:
 
 def resolve_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
     """Task ids (``"all"`` for every registered task); unknown ids are a clear error."""
-    from harness_gym.core.registry import TASKS
+    from harness_gym.core.registry import FAMILY_TASKS, TASKS
 
     if isinstance(tasks, str):
         tasks = [tasks]
@@ -212,7 +212,7 @@ def resolve_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
         raise SweepError("no tasks given; pass task ids or 'all'")
     if "all" in names:
         return tuple(sorted(TASKS))
-    unknown = [t for t in names if t not in TASKS]
+    unknown = [t for t in names if t not in TASKS and t not in FAMILY_TASKS]  # terminal ids too
     if unknown:
         raise SweepError(f"unknown task(s) {unknown}; registered tasks: {sorted(TASKS)} (or 'all')")
     return tuple(dict.fromkeys(names))

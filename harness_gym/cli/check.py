@@ -33,19 +33,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.checker import check_harness, check_task
     from harness_gym.core.harness import Harness
     from harness_gym.core.plugins import failures_note
-    from harness_gym.core.presets import PRESETS, resolve_harness
-    from harness_gym.core.registry import TASKS
+    from harness_gym.core.presets import PRESETS, preset_applies, resolve_harness
+    from harness_gym.core.registry import FAMILY_TASKS, TASKS, get_task
     from harness_gym.core.space import HarnessSpace
     from harness_gym.progress import progress
 
     tasks = sorted(TASKS) if args.task in (None, ["all"]) else args.task
     for task in tasks:
-        if task not in TASKS:
+        if task not in TASKS and task not in FAMILY_TASKS:  # terminal tasks are checkable by id
             raise CommandError(f"unknown task {task!r}; tasks: {sorted(TASKS)}{failures_note()}")
     harnesses: list[Harness] = []
+    every_preset = False
     for spec in args.harness or ["all"]:
         if spec == "all":
-            harnesses.extend(PRESETS.values())
+            every_preset = True
         elif spec.startswith(("balanced:", "covering:")):
             kind, _, path = spec.partition(":")
             space = HarnessSpace.from_yaml(Path(path))
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         else:
             harnesses.append(resolve_harness(spec))
     jobs = [(t, h) for t in tasks for h in harnesses]
+    if every_preset:  # each task with the presets registered for it (a family's own, web conventions)
+        jobs += [(t, PRESETS[p]) for t in tasks for p in PRESETS if preset_applies(p, get_task(t))]
     failed = bad_tasks = 0
     if not args.no_task_rules:
         for task in progress(tasks, total=len(tasks), desc="task rules", unit="task"):

@@ -217,7 +217,7 @@ def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
     may follow the module (``my_pkg:harness_gym/Count*``).
     """
     from harness_gym.core.plugins import import_env_module
-    from harness_gym.core.registry import registered_env_ids
+    from harness_gym.core.registry import FAMILY_ENV_IDS, registered_env_ids
 
     out: list[str] = []
     for pattern in patterns:
@@ -228,6 +228,8 @@ def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
             matches = known
         elif any(ch in pattern for ch in "*?["):
             matches = [i for i in known if fnmatch.fnmatchcase(i, pattern)]
+            if not matches:  # a glob only over families kept out of 'all' (e.g. 'harness_gym/Term*')
+                matches = [i for i in FAMILY_ENV_IDS if fnmatch.fnmatchcase(i, pattern)]
         else:
             matches = [require_env_id(pattern)]
         if not matches:

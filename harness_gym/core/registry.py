@@ -24,6 +24,11 @@ from harness_gym.core.task import Task
 
 NAMESPACE = "harness_gym"
 TASKS: dict[str, type[Task]] = {}
+#: Tasks of families registered with :func:`register_family` (some kept out of ``TASKS``, which
+#: lists the fast suite): task id -> (class, the entry point that builds its envs).
+#: ``get_task`` and ``make_env`` know them; ``FAMILY_ENV_IDS`` lists their listed env ids.
+FAMILY_TASKS: dict[str, tuple[type[Task], str]] = {}
+FAMILY_ENV_IDS: list[str] = []
 
 
 def register_task(task_cls: type[Task]) -> type[Task]:
@@ -37,6 +42,8 @@ def register_task(task_cls: type[Task]) -> type[Task]:
 
 def get_task(task_id: str) -> type[Task]:
     """The task class registered as ``task_id``, loading installed plugins if it is not yet."""
+    if task_id not in TASKS and task_id in FAMILY_TASKS:
+        return FAMILY_TASKS[task_id][0]
     if task_id not in TASKS:
         load_plugins(["tasks"])
     try:
@@ -52,7 +59,13 @@ def make_env(
     harness: Harness | str | Mapping[str, Any] | Path | None = None,
     render_mode: str | None = None,
 ) -> HarnessEnv:
-    """Build a HarnessEnv from a task id (or class/instance) and any harness form."""
+    """Build a HarnessEnv from a task id (or class/instance) and any harness form; a task of a
+    family outside ``TASKS`` gets its family's env (e.g. a terminal task's sandboxed env)."""
+    name = task if isinstance(task, str) else getattr(task, "task_id", None)
+    family = FAMILY_TASKS.get(name) if name not in TASKS else None  # type: ignore[arg-type]
+    if family is not None and (isinstance(task, str) or task is family[0]):
+        maker = gym.envs.registration.load_env_creator(family[1])
+        return maker(task=name, harness=harness, render_mode=render_mode)
     if isinstance(task, str):
         task = get_task(task)
     return HarnessEnv(task, harness=harness, render_mode=render_mode)
@@ -94,6 +107,7 @@ def register_family(
     replaced); return the ids. With ``add_to_task_registry`` the tasks also join ``TASKS``."""
     ids = []
     for task in tasks:
+        FAMILY_TASKS[task.task_id] = (task, entry_point)
         if add_to_task_registry:
             register_task(task)
         for preset in [None, *_presets_for(task)]:
@@ -109,6 +123,8 @@ def register_family(
                 )
             if preset not in DEPRECATED_PRESETS:
                 ids.append(new_id)
+    plain = {env_id(task.task_id) for task in tasks}
+    FAMILY_ENV_IDS.extend(i for i in ids if i not in plain and i not in FAMILY_ENV_IDS)
     return ids
 
 

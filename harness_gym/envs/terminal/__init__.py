@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from harness_gym.core.registry import env_id, register_family
+from harness_gym.core.registry import FAMILY_ENV_IDS, env_id, register_family
 from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
@@ -39,6 +39,8 @@ def register(add_to_task_registry: bool = False) -> list[str]:
                     disable_env_checker=False,
                 )
             ids.append(new_id)
+            if new_id not in FAMILY_ENV_IDS:
+                FAMILY_ENV_IDS.append(new_id)
     return ids
 
 
