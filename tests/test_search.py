@@ -507,3 +507,67 @@ def test_cli_search_writes_folder_and_report_section(tmp_path: Path) -> None:
     report = (tmp_path / "s" / "report" / "report.md").read_text()
     assert "## Harness search" in report and "search_trajectory.png" in report
     assert (tmp_path / "s" / "report" / "search_trajectory.png").stat().st_size > 1000
+
+
+# -- model-backed agents: the batched path ------------------------------------------------------
+
+
+class _BatchedOracle:
+    """Answers in batches like a language model, and reports token counts like one."""
+
+    batch_sizes: list[int] = []
+
+    def __init__(self, env: gym.Env) -> None:
+        self.env = unwrap_harness_env(env, "test agent")
+        self.steps = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.steps = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        self.steps += 1
+        return self.env.oracle_action()
+
+    def episode_record(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": 100 * self.steps,
+            "completion_tokens": 10 * self.steps,
+            "llm_requests": self.steps,
+        }
+
+    @staticmethod
+    def act_batch(agents: list[Any], observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+        _BatchedOracle.batch_sizes.append(len(agents))
+        return [a.act(o, i) for a, o, i in zip(agents, observations, infos)]
+
+
+def test_batched_agent_runs_in_flight_with_costs_and_tokens(tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    from harness_gym.analysis.agent_spec import AgentSpec
+
+    @dataclass(frozen=True)
+    class BatchedSpec(AgentSpec):
+        @property
+        def batched(self) -> bool:  # as for llm / hf: / openai: specs
+            return True
+
+    _BatchedOracle.batch_sizes.clear()
+    spec = BatchedSpec("batched-oracle", "callable", "test", obj=_BatchedOracle)
+    result = search(
+        spec,
+        tmp_path,
+        tasks="ClickButton",
+        space=SMALL,
+        budget=150,
+        dev_seeds=2,
+        test_seeds=2,
+        local=False,
+        log=None,
+        in_flight=4,
+    )
+    assert max(_BatchedOracle.batch_sizes) == 4  # episodes really ran side by side
+    rows = _rows(tmp_path)
+    assert all(r["obs_chars"] > 0 and r["prompt_tokens"] == 100 * r["steps"] for r in rows)
+    final = result.tables["final"]
+    assert (final["tokens"] == 110 * final["steps"]).all()
