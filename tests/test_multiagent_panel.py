@@ -159,3 +159,12 @@ def test_unseeded_resets_continue_the_seeded_stream() -> None:
     assert runs[0] == runs[1] and len(set(runs[0])) == 3
     with pytest.raises(TypeError, match="one task seed"):
         HarnessPanel("ClickButton", ["Json"]).reset_members(seed=True)
+
+
+def test_importing_an_env_module_without_pettingzoo_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m.startswith("harness_gym.multiagent.")]:
+        if name.rsplit(".", 1)[-1] in {"pz", "mesh", "panel", "delegation", "sweep", "registry"}:
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pettingzoo", None)
+    with pytest.raises(ImportError, match=r"harness-gym\[pettingzoo\]"):
+        import harness_gym.multiagent.mesh  # noqa: F401

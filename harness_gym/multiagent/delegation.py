@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pettingzoo import AECEnv
 
 from harness_gym.core.env import MAX_OBSERVATION_CHARS
 from harness_gym.core.harness import BoundHarness, Harness
@@ -39,6 +38,7 @@ from harness_gym.core.task import Action, ActionSpec, Param, Task
 from harness_gym.core.tools import ActionError, preview
 from harness_gym.multiagent.agents import AgentError, check_agent
 from harness_gym.multiagent.channels import DelegationChannel, resolve_channel
+from harness_gym.multiagent.pz import AECEnv
 from harness_gym.multiagent.text import ObjectText, TextObservation
 
 CONTROLLER = "controller_0"

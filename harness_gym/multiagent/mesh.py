@@ -29,13 +29,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pettingzoo import ParallelEnv
-
 from harness_gym.core.panel import HarnessLike, HarnessPanel
 from harness_gym.core.task import Action, Task
 from harness_gym.core.tools import ActionError, preview
 from harness_gym.multiagent.agents import check_agent, check_parallel_actions
 from harness_gym.multiagent.channels import MeshChannel, resolve_channel
+from harness_gym.multiagent.pz import ParallelEnv
 from harness_gym.multiagent.text import ObjectText, TextObservation
 
 PROPOSE_NOTE = (

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pettingzoo import ParallelEnv
-
 from harness_gym.core.panel import HarnessLike, HarnessPanel
 from harness_gym.core.task import Task
 from harness_gym.multiagent.agents import agent_names, check_agent, check_parallel_actions
+from harness_gym.multiagent.pz import ParallelEnv
 from harness_gym.multiagent.text import ObjectText, TextObservation
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pettingzoo import AECEnv, ParallelEnv
+from harness_gym.multiagent.pz import AECEnv, ParallelEnv
 
 Policy = Callable[[str, dict[str, Any]], str]
 #: Builds one agent's policy for an env: ``(env, agent) -> policy``.
