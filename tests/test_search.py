@@ -18,6 +18,7 @@ import pytest
 from harness_gym.analysis.search import SearchError, SearchSpec, run_search, search
 from harness_gym.analysis.search_spec import rung_seed_counts
 from harness_gym.analysis.search_stats import paired_difference, score
+from harness_gym.analysis.sweep_spec import SweepError
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import PRESETS
@@ -410,6 +411,7 @@ def make(env):
 """
 
 
+@pytest.mark.slow
 def test_cli_search_killed_with_sigkill_resumes_without_duplicates(tmp_path: Path) -> None:
     agent = tmp_path / "slow_agent.py"
     agent.write_text(AGENT_FILE)
@@ -571,3 +573,35 @@ def test_batched_agent_runs_in_flight_with_costs_and_tokens(tmp_path: Path) -> N
     assert all(r["obs_chars"] > 0 and r["prompt_tokens"] == 100 * r["steps"] for r in rows)
     final = result.tables["final"]
     assert (final["tokens"] == 110 * final["steps"]).all()
+
+
+def test_worker_processes_give_the_rows_of_the_in_process_run(tmp_path: Path) -> None:
+    kwargs = dict(
+        tasks="ClickButton", space=SMALL, budget=130, dev_seeds=2, test_seeds=2, local=False, log=None
+    )
+    here = search("oracle@Json", tmp_path / "here", **kwargs)
+    pool = search("oracle@Json", tmp_path / "pool", workers=1, **kwargs)
+    assert pool.chosen == here.chosen and pool.dev_episodes == here.dev_episodes
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            r["task_id"],
+            r["harness_id"],
+            r["seed"],
+            r["success"],
+            r["steps"],
+            r["obs_chars"],
+            r["action_chars"],
+        )
+
+    assert sorted(map(key, _rows(tmp_path / "pool"))) == sorted(map(key, _rows(tmp_path / "here")))
+
+
+def test_start_design_is_any_sweep_subset_form(tmp_path: Path) -> None:
+    covering = SearchSpec.build("oracle", "ClickButton", SMALL, budget=10_000, n_random=0)
+    balanced = SearchSpec.build("oracle", "ClickButton", SMALL, budget=10_000, n_random=0, start="balanced")
+    assert balanced.id != covering.id
+    assert set(covering.initial_pool()) <= set(SMALL) and set(balanced.initial_pool()) <= set(SMALL)
+    assert len(balanced.initial_pool()) > len(covering.initial_pool())  # the orthogonal array is larger
+    with pytest.raises(SweepError, match="unknown --subset 'nonsense'"):
+        SearchSpec.build("oracle", "ClickButton", SMALL, budget=10_000, start="nonsense")

@@ -252,9 +252,12 @@ def run_search(
     if ev.resumed:
         log.write(f"resuming {spec.id}: {ev.resumed:,} episodes already run are reused\n")
     state = _Search(spec, ev, log)
-    chosen = state.run()
-    dev_spent = ev.spent
-    tables = finish(state, chosen)
+    try:
+        chosen = state.run()
+        dev_spent = ev.spent
+        tables = finish(state, chosen)
+    finally:
+        ev.close()
     test_episodes = sum(1 for r in ev.rows.values() if int(r["seed"]) in set(spec.test_seeds))
     result = SearchResult(
         out, spec, chosen, dev_spent, test_episodes, ev.ran, ev.resumed, time.perf_counter() - start, tables

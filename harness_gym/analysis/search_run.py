@@ -148,6 +148,7 @@ class Evaluator:
         self.ran = 0
         self.spent = 0  # dev episodes the search has asked for so far (its budget clock)
         self._charged: set[tuple[str, str, int]] = set()
+        self._pool: Any = None
         clear_caches()
 
     def missing(self, harnesses: Sequence[Harness], tasks: Sequence[str], seeds: Sequence[int]) -> int:
@@ -209,9 +210,21 @@ class Evaluator:
                 for cell in cells:
                     keep(run_metered([cell], *args))
             else:
-                _run_pool(cells, args, self.workers, keep)
+                if self._pool is None:
+                    self._pool = _new_pool(self.workers)
+                try:
+                    _run_pool(self._pool, cells, args, self.workers, keep)
+                except BaseException:
+                    self.close()
+                    raise
         finally:
             writer.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (if any); the pool is kept between evaluations until then."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def row(self, task: str, harness_id: str, seed: int) -> dict[str, Any]:
         return self.rows[(task, harness_id, seed)]
@@ -222,23 +235,37 @@ def _key(row: dict[str, Any]) -> tuple[str, str, str, int]:
 
 
 def _run_pool(
-    cells: list[Cell], args: tuple[Any, ...], workers: int, keep: Callable[[list[dict[str, Any]]], None]
+    pool: Any,
+    cells: list[Cell],
+    args: tuple[Any, ...],
+    workers: int,
+    keep: Callable[[list[dict[str, Any]]], None],
 ) -> None:
-    """Run cells in a local process pool; a chunk whose worker dies is recorded with errors."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    """Run cells in the process pool; a chunk whose worker dies is recorded with errors."""
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
     size = max(1, min(32, len(cells) // (workers * 4) or 1))
     chunks = [cells[i : i + size] for i in range(0, len(cells), size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_metered, chunk, *args): chunk for chunk in chunks}
-        for future in as_completed(futures):
-            try:
-                keep(future.result())
-            except BrokenProcessPool:
-                keep([add_costs(lost_row(c, args[0], WORKER_DIED), c) for c in futures[future]])
+    futures = {pool.submit(run_metered, chunk, *args): chunk for chunk in chunks}
+    for future in as_completed(futures):
+        try:
+            keep(future.result())
+        except BrokenProcessPool:
+            keep([add_costs(lost_row(c, args[0], WORKER_DIED), c) for c in futures[future]])
+
+
+def _new_pool(workers: int) -> Any:
+    """A process pool whose workers start with this module imported (forkserver when there is one)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["harness_gym.analysis.search_run"])
+    else:
+        ctx = mp.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -48,6 +48,7 @@ class SearchSpec:
     random_seed: int = 0
     ceiling: bool = True
     node_limit: int = 2_000
+    start: str = "covering"
 
     @classmethod
     def build(
@@ -67,6 +68,7 @@ class SearchSpec:
         random_seed: int = 0,
         ceiling: bool = True,
         node_limit: int = 2_000,
+        start: str = "covering",
     ) -> SearchSpec:
         """Resolve and check every input; errors name the bad value and what would do.
 
@@ -84,6 +86,10 @@ class SearchSpec:
             local: after racing, climb by one-factor changes of the incumbent.
             local_share: the part of the budget kept for the local search.
             top_changes: how many of the default's best one-factor changes the final table shows.
+            start: the design the pool starts from, any sweep ``--subset`` form
+                (:data:`~harness_gym.analysis.sweep_spec.SUBSET_FORMS`): ``covering`` (default:
+                every pair of levels at least once, few points), ``balanced`` (the orthogonal
+                array), ``balanced:N`` (N level-balanced points), ``sample:N``, ...
         """
         from harness_gym.core.space import HarnessSpace
 
@@ -126,6 +132,7 @@ class SearchSpec:
             random_seed,
             ceiling,
             node_limit,
+            start,
         )
         pool = spec.initial_pool()
         need = len(pool) * len(task_ids)
@@ -150,9 +157,16 @@ class SearchSpec:
         return out
 
     def initial_pool(self) -> list[Harness]:
-        """The default, its one-factor changes, a covering design and random points (no repeats)."""
+        """The default, its one-factor changes, the start design and random points (no repeats)."""
+        from harness_gym.analysis.sweep_spec import select_design
+
         space = self.space
-        design = space.covering(2, seed=self.random_seed) if len(space.factors) >= 2 else list(space)
+        if self.start != "covering":
+            design = [p.harness for p in select_design(space, self.start).points]
+        elif len(space.factors) >= 2:
+            design = space.covering(2, seed=self.random_seed)
+        else:
+            design = list(space)
         randoms = space.sample(self.random_seed + 1, max(self.n_random * 4, 1))
         picked = list(dict.fromkeys(randoms))[: self.n_random] if self.n_random else []
         return list(dict.fromkeys([self.default, *self.neighbours(self.default), *design, *picked]))
@@ -177,6 +191,7 @@ class SearchSpec:
             "random_seed": self.random_seed,
             "ceiling": self.ceiling,
             "node_limit": self.node_limit,
+            "start": self.start,
         }
 
     @property

@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="random points added to the covering design (default 8)",
     )
+    parser.add_argument(
+        "--start",
+        default="covering",
+        help="design the pool starts from, as sweep --subset: covering (default), balanced, balanced:N, "
+        "sample:N, ...",
+    )
     parser.add_argument("--no-local", action="store_true", help="skip the one-factor local search")
     parser.add_argument(
         "--seed", type=non_negative_int, default=0, help="seed of the covering and random points"
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         n_random=args.random,
         local=not args.no_local,
         random_seed=args.seed,
+        start=args.start,
         ceiling=not args.no_ceiling,
     )
     output_dir(args.out)
