@@ -357,6 +357,10 @@ def test_interrupted_search_resumes_without_running_anything_twice(tmp_path: Pat
         search(interrupting, tmp_path / "cut", **kwargs)
     partial = len(_rows(tmp_path / "cut"))
     assert 0 < partial < len(_rows(tmp_path / "whole"))
+    from harness_gym.analysis.report import build_report
+
+    unfinished = build_report(tmp_path / "cut").markdown.read_text()
+    assert "has not finished; run the same command again to resume it" in unfinished
     with (tmp_path / "cut" / "episodes.jsonl").open("a") as fh:
         fh.write('{"index": 99999, "sweep_id": "half a li')  # a write torn by the kill
     resumed = search(interrupting, tmp_path / "cut", **kwargs)

@@ -315,6 +315,8 @@ def claim(out: Path, spec: SearchSpec, overwrite: bool) -> None:
             "to discard them"
         )
     write_json(meta, {"search_id": spec.id, "spec": spec.identity(), "status": "running"})
+    # Until the search ends, the sweep record lists no harness: a report says it is unfinished.
+    write_json(out / SWEEP_FILE, sweep_record(spec, [], 0))
 
 
 # -- the honest part: test seeds -------------------------------------------------------------
@@ -482,6 +484,34 @@ def _change(spec: SearchSpec, h: Harness) -> str:
     return ", ".join(diff) if diff else "(default)"
 
 
+def sweep_record(spec: SearchSpec, evaluated: Sequence[tuple[str, Harness]], n_rows: int) -> dict[str, Any]:
+    """The folder's ``sweep.json``: the evaluated harnesses as a sweep, so the sweep report
+    (and :func:`~harness_gym.analysis.sweep_store.load_rows`) read a search folder too."""
+    return {
+        "sweep_id": spec.id,
+        "version": 1,
+        "agents": [spec.agent.name],
+        "tasks": list(spec.tasks),
+        "harnesses": [[name, h.id] for name, h in evaluated],
+        "factors": list(spec.space.factor_names),
+        "seeds": list(dict.fromkeys([*spec.dev_seeds, *spec.test_seeds])),
+        "ceiling": spec.ceiling,
+        "node_limit": spec.node_limit,
+        "space": spec.space.to_dict(),
+        "subset": "search",
+        "design": {
+            "kind": "adaptive search",
+            "construction": "successive halving on paired dev seeds, then one-factor local search",
+            "n": len(evaluated),
+        },
+        "n_cells": n_rows,
+        "harness_specs": [
+            {"name": name, "id": h.id, "levels": spec.space.levels_of(h), "spec": h.to_dict()}
+            for name, h in evaluated
+        ],
+    }
+
+
 def _write(state: _Search, result: SearchResult) -> None:
     """Write the tables, the best harness YAML, the sweep record and the final search.json."""
     from harness_gym.analysis.sweep_store import SWEEP_FILE
@@ -490,39 +520,9 @@ def _write(state: _Search, result: SearchResult) -> None:
     for name, table in result.tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
     atomic_write(out / BEST_FILE, f"# chosen by harness search {spec.id}\n" + result.chosen.to_yaml())
-    evaluated = [h for h in state.harness.values() if any(k[1] == h.id for k in state.ev.rows)]
-    seeds = list(dict.fromkeys([*spec.dev_seeds, *spec.test_seeds]))
-    write_json(
-        out / SWEEP_FILE,
-        {
-            "sweep_id": spec.id,
-            "version": 1,
-            "agents": [spec.agent.name],
-            "tasks": list(spec.tasks),
-            "harnesses": [[state.names[h.id], h.id] for h in evaluated],
-            "factors": list(spec.space.factor_names),
-            "seeds": seeds,
-            "ceiling": spec.ceiling,
-            "node_limit": spec.node_limit,
-            "space": spec.space.to_dict(),
-            "subset": "search",
-            "design": {
-                "kind": "adaptive search",
-                "construction": "successive halving on paired dev seeds, then one-factor local search",
-                "n": len(evaluated),
-            },
-            "n_cells": len(state.ev.rows),
-            "harness_specs": [
-                {
-                    "name": state.names[h.id],
-                    "id": h.id,
-                    "levels": spec.space.levels_of(h),
-                    "spec": h.to_dict(),
-                }
-                for h in evaluated
-            ],
-        },
-    )
+    run = {k[1] for k in state.ev.rows}
+    evaluated = [(state.names[h.id], h) for h in state.harness.values() if h.id in run]
+    write_json(out / SWEEP_FILE, sweep_record(spec, evaluated, len(state.ev.rows)))
     write_json(
         out / SEARCH_FILE,
         {
