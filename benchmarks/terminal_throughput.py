@@ -1,20 +1,27 @@
 """Terminal sandbox throughput.
 
 (a) per-command cost of the sandbox against the same command run as a bare subprocess
-    (``true`` and a 50 ms command), (b) oracle episodes per second per core over the suite,
-(c) reset cost (fresh episode directory and sandbox) against one oracle step.
+    (``true`` and a 50 ms command), side by side, interleaved;
+(b) oracle episodes per second over the whole suite (one process), and per core: episodes per
+    CPU-second of this process and its children (bwrap, the runner, the commands), under each
+    harness of ``--presets`` (the canonical ``Json``; ``coding`` adds the three coding presets);
+(c) reset cost (fresh episode directory, files, sandbox start, set-up commands such as
+    ``git init``) against one oracle step, medians and their ratio.
 
-    python benchmarks/terminal_throughput.py [--repeats 30] [--seeds 2]
+    python benchmarks/terminal_throughput.py [--repeats 30] [--seeds 2] [--presets coding]
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import time
 
+import harness_gym  # noqa: F401 - registers the ids and the terminal options
 from harness_gym.envs.terminal.env import TerminalEnv
+from harness_gym.envs.terminal.presets import CODING_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, make_episode_dir, remove_episode_dir
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
@@ -39,34 +46,51 @@ def per_command(repeats: int) -> None:
     remove_episode_dir(root)
 
 
-def episodes(seeds: int) -> None:
-    total, n, resets, steps = 0.0, 0, [], []
-    for task in TERMINAL_TASKS:
-        env = TerminalEnv(task)
-        for seed in range(seeds):
-            t0 = time.perf_counter()
-            env.reset(seed=seed)
-            resets.append(time.perf_counter() - t0)
-            done = False
-            while not done:
-                t = time.perf_counter()
-                _, _, term, trunc, _ = env.step(env.oracle_action())
-                steps.append(time.perf_counter() - t)
-                done = term or trunc
-            total += time.perf_counter() - t0
-            n += 1
-        env.close()
-    print(f"oracle episodes: {n} in {total:.1f} s = {n / total:.2f} episodes/s (one process)")
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def episodes(seeds: int, presets: list[str]) -> None:
     print(
-        f"reset median {statistics.median(resets) * 1e3:.0f} ms vs oracle step median "
-        f"{statistics.median(steps) * 1e3:.0f} ms"
+        f"\n{'harness':<20}{'episodes':>9}{'wall s':>8}{'ep/s':>7}{'CPU s':>8}{'ep/CPU-s':>10}"
+        f"{'reset ms':>10}{'step ms':>9}{'reset/step':>11}"
     )
+    for preset in presets:
+        wall, n, resets, steps = 0.0, 0, [], []
+        cpu0 = cpu_seconds()
+        for task in TERMINAL_TASKS:
+            env = TerminalEnv(task, harness=preset)
+            for seed in range(seeds):
+                t0 = time.perf_counter()
+                env.reset(seed=seed)
+                resets.append(time.perf_counter() - t0)
+                done = False
+                while not done:
+                    t = time.perf_counter()
+                    _, _, term, trunc, info = env.step(env.oracle_action())
+                    steps.append(time.perf_counter() - t)
+                    done = term or trunc
+                assert info["success"], (task.task_id, preset, seed)
+                wall += time.perf_counter() - t0
+                n += 1
+            env.close()  # reaps the sandbox, so its CPU time is counted
+        cpu = cpu_seconds() - cpu0
+        r, s_ = statistics.median(resets) * 1e3, statistics.median(steps) * 1e3
+        print(
+            f"{preset:<20}{n:>9}{wall:>8.1f}{n / wall:>7.2f}{cpu:>8.1f}{n / cpu:>10.2f}"
+            f"{r:>10.0f}{s_:>9.0f}{r / s_:>10.2f}x"
+        )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument(
+        "--presets", default="Json", help="'Json', 'coding' (all four) or names, comma-separated"
+    )
     args = parser.parse_args()
+    names = list(CODING_PRESETS) if args.presets == "coding" else args.presets.split(",")
     per_command(args.repeats)
-    episodes(args.seeds)
+    episodes(args.seeds, names)
