@@ -26,7 +26,7 @@ def read(text: str) -> tuple[str, dict[str, Any]]:
     while pos < len(text):
         m = _ARG.match(text, pos)
         if m is None:
-            raise ValueError(f"cannot read an argument at {text[pos:pos + 20]!r}")
+            raise ValueError(f"cannot read an argument at {text[pos : pos + 20]!r}")
         if m.group(1) in args:
             raise ValueError(f"argument {m.group(1)!r} given twice")
         args[m.group(1)] = json.loads(m.group(2))
@@ -38,5 +38,5 @@ SLASH = ToolStyle(
     name="slash",
     write=write,
     read=read,
-    hint='Reply with one slash command: /tool arg=value ..., strings in double quotes, e.g. /pick index=2.',
+    hint="Reply with one slash command: /tool arg=value ..., strings in double quotes, e.g. /pick index=2.",
 )
