@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
+from hypothesis import settings as hypothesis_settings
 from llm_fixtures import vllm_server  # noqa: F401  (tests/llm_fixtures.py: a real vLLM server)
 
 import harness_gym
 from harness_gym import PRESETS, TASKS, HarnessEnv
+
+# Property tests draw the same examples on every run (CI and submissions alike), so a failure
+# found once is not rediscovered, or missed, by chance; HYPOTHESIS_PROFILE=explore draws anew.
+hypothesis_settings.register_profile("pinned", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "pinned"))
 
 TASK_IDS = sorted(TASKS)
 PRESET_NAMES = list(PRESETS)
