@@ -137,7 +137,18 @@ class SweepSpec:
 
     @property
     def n_cells(self) -> int:
-        return len(self.agents) * len(self.tasks) * len(self.harnesses) * len(self.seeds)
+        pairs = sum(self._applies(t, p) for t in self.tasks for p in self.harnesses)
+        return len(self.agents) * pairs * len(self.seeds)
+
+    def _applies(self, task: str, point: HarnessPoint) -> bool:
+        """Over the presets, a task meets only the presets registered with it (a web
+        convention that renames click is not run on a shell task)."""
+        if self.space != "presets":
+            return True
+        from harness_gym.core.presets import PRESET_INFO, preset_applies
+        from harness_gym.core.registry import get_task
+
+        return point.name not in PRESET_INFO or preset_applies(point.name, get_task(task))
 
     def identity(self) -> dict[str, Any]:
         """What the id hashes: everything that determines the rows."""
@@ -177,6 +188,8 @@ class SweepSpec:
         out: list[Cell] = []
         for task in self.tasks:
             for point in self.harnesses:
+                if not self._applies(task, point):
+                    continue
                 spec = point.harness.to_dict()
                 for seed in self.seeds:
                     for agent in self.agents:
