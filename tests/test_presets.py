@@ -396,3 +396,16 @@ def test_list_presets_groups_by_kind_and_prints_each_ones_changes() -> None:
 
 def test_package_exports_the_preset_table() -> None:
     assert harness_gym.PRESETS is PRESETS
+
+
+def test_a_preset_sweep_runs_each_task_only_under_the_presets_registered_with_it() -> None:
+    import harness_gym.envs.terminal as terminal
+    from harness_gym.analysis.sweep_spec import SweepSpec
+
+    terminal.register()
+    spec = SweepSpec.build("oracle", ["ClickButton", "TermGitCommit"], space="presets", seeds=1)
+    cells = spec.cells()
+    web_only = {n for n, p in PRESET_INFO.items() if p.family == "web"}
+    assert web_only and len(cells) == spec.n_cells == 2 * len(PRESETS) - len(web_only)
+    assert {c.harness_name for c in cells if c.task_id == "TermGitCommit"} == set(PRESETS) - web_only
+    assert {c.harness_name for c in cells if c.task_id == "ClickButton"} == set(PRESETS)
