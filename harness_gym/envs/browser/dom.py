@@ -39,7 +39,7 @@ TEXT_INPUT_TYPES = frozenset(
 #:   timer pending, new refs), for ``reuse_page``;
 #: * ``start(args)``: the episode start: ``Math.seedrandom(args.seed)``, MiniWoB's
 #:   ``core.startEpisodeReal()`` with the task timer cancelled, then the observation (JSON,
-#:   with ``html``, the body's markup, for the state digest);
+#:   with ``html``, the body's markup without MiniWoB's overlay, for the state digest);
 #: * ``observe(settle, withPoints)``: the observation (JSON);
 #: * ``click(ref, settle)``: a left click on an element, then the observation (JSON), or null
 #:   when the element is gone. The events are those a mouse press at the element's hit point
@@ -186,7 +186,14 @@ PAGE_SCRIPT = r"""
     if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }
     clearInterval(core.CD_TIMER);
     const obs = observe(args.settle, args.points);
-    obs.html = document.body.innerHTML;
+    // The markup for the state digest, without MiniWoB's overlay (the last reward and the
+    // episode counter it shows differ between a fresh document and a reused one).
+    const body = document.body.cloneNode(true);
+    for (const id of ['reward-display', 'sync-task-cover']) {
+      const el = body.querySelector('#' + id);
+      if (el) el.remove();
+    }
+    obs.html = body.innerHTML;
     return JSON.stringify(obs);
   }
 
