@@ -146,7 +146,8 @@ def test_env_mask_covers_exactly_the_observation_tokens(tokenizer) -> None:  # n
     [env_run] = runs(t.env_mask, t.completion_ids, 0)
     env_text = tokenizer.decode(env_run)
     observation_1 = env.step(replies[0])[0]
-    assert observation_1 in env_text and replies[0] not in env_text and oracle not in env_text
+    assert observation_1 in env_text and oracle not in env_text
+    assert env_text.startswith("\n<|im_start|>user\n") and env_text.endswith("<|im_start|>assistant\n")
     assert all(lp == 0.0 for lp, m in zip(t.logprobs, t.env_mask) if m == 0)
     # The whole sequence is the chat template's rendering of the finished transcript.
     env.reset(seed=3)
@@ -170,11 +171,11 @@ def test_template_without_chat_support_is_refused_at_construction(tokenizer) -> 
         tokenizer.chat_template = None
         with pytest.raises(ChatTemplateError, match="no chat template"):
             ChatTokenizer(tokenizer)
-        # A template that keeps only the system message and the last message drops earlier turns.
+        # A template that keeps the system message and the last two others drops earlier turns.
         tokenizer.chat_template = (
             "{{ '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
-            "{% set m = messages[-1] %}"
-            "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+            "{% for m in messages[1:][-2:] %}"
+            "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
         )
         with pytest.raises(ChatTemplateError, match="drops or rewrites earlier turns"):
@@ -240,8 +241,8 @@ def test_tool_environment_exposes_the_harness_tools(tokenizer) -> None:  # noqa:
     call = json.loads(env.oracle_action())
     result = getattr(instance, call["name"])(**call["arguments"])
     assert isinstance(result, str) and instance.done and instance.get_reward() == 1.0
-    with pytest.raises(ValueError, match="Python identifiers"):
-        tool_environment("ClickButton", Harness(rename_tools=(("click", "click-it"),)))
+    with pytest.raises(ValueError, match="cannot be a method name"):
+        tool_environment("ClickButton", Harness(rename_tools=(("click", "reset"),)))
 
 
 # -- training with the embedded model -----------------------------------------------------------
