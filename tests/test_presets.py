@@ -409,3 +409,14 @@ def test_a_preset_sweep_runs_each_task_only_under_the_presets_registered_with_it
     assert web_only and len(cells) == spec.n_cells == 2 * len(PRESETS) - len(web_only)
     assert {c.harness_name for c in cells if c.task_id == "TermGitCommit"} == set(PRESETS) - web_only
     assert {c.harness_name for c in cells if c.task_id == "ClickButton"} == set(PRESETS)
+
+
+def test_a_harness_put_into_presets_directly_registers_and_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness_gym.core.registry import registered_env_ids
+
+    monkeypatch.setitem(PRESETS, "MineProbe", Harness(obs_format="yaml", parser="lenient"))
+    assert "harness_gym/ClickButton-MineProbe-v0" in registered_env_ids()
+    out = io.StringIO()
+    assert main(["list", "presets"], out=out) == 0
+    text = out.getvalue()
+    assert text.index("\nother (") < text.index("\nMineProbe ") and "obs_format=yaml parser=lenient" in text

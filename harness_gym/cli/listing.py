@@ -63,6 +63,7 @@ KIND_HEADINGS = {
     "one-change": "the canonical harness with one change, named by it: compare each against Json",
     "convention": "a real system's conventions, as close as the factors allow (docs/presets.md)",
     "bundle": "coverage bundles: many factors at once, so a few presets touch every level (for sweeps)",
+    "other": "put into PRESETS without register_preset",
 }
 
 #: Task families whose presets live in their own table: (family, module, attribute).
@@ -73,9 +74,12 @@ def all_presets() -> list[Any]:
     """Every preset: the registered ones, then task families' own tables (as conventions)."""
     import importlib
 
-    from harness_gym.core.presets import PRESET_INFO, Preset
+    from harness_gym.core.presets import PRESET_INFO, PRESETS, Preset
 
-    presets = list(PRESET_INFO.values())
+    presets = [PRESET_INFO[n] for n in PRESETS if n in PRESET_INFO]
+    presets += [
+        Preset(n, h, "other", "added to PRESETS directly") for n, h in PRESETS.items() if n not in PRESET_INFO
+    ]
     for family, module, attribute in FAMILY_PRESET_TABLES:
         try:
             found = getattr(importlib.import_module(module), attribute)
@@ -106,7 +110,7 @@ def write_presets(out: TextIO) -> None:
 
     presets = all_presets()
     out.write("\nPresets:\n")
-    for kind in KINDS:
+    for kind in (*KINDS, "other"):
         members = [p for p in presets if p.kind == kind]
         if not members:
             continue

@@ -367,15 +367,16 @@ def preset_applies(name: str, task: type) -> bool:
     """Whether preset ``name`` is registered with ``task``: the preset is for any family or for
     the task's (out-of-package tasks: any), and its harness binds to the task's fields and
     actions (a preset renaming ``click`` cannot bind to a task without it)."""
-    preset = PRESET_INFO[name]
-    family = task_family(task)
-    if preset.family is not None and family is not None:
-        if preset.family != family and preset.family not in FAMILY_ALSO.get(family, ()):
+    harness = PRESETS[name]
+    info = PRESET_INFO.get(name)  # None for a harness put into PRESETS directly
+    wanted, family = (info.family if info is not None else None), task_family(task)
+    if wanted is not None and family is not None:
+        if wanted != family and wanted not in FAMILY_ALSO.get(family, ()):
             return False
-    key = (name, preset.harness, task)
+    key = (name, harness, task)
     if key not in _applies:
         try:
-            preset.harness.bind(task.field_names, task.action_specs)  # type: ignore[attr-defined]
+            harness.bind(task.field_names, task.action_specs)  # type: ignore[attr-defined]
             _applies[key] = True
         except HarnessSpecError:
             _applies[key] = False
