@@ -42,10 +42,9 @@ SINGLE_FACTOR = {
     "format: yaml": {"obs_format": "yaml"},
     "tool style: python": {"tool_style": "python"},
     "tool naming: synonyms": {"tool_naming": "synonyms"},
-    "tool order reversed": {"tool_order": "reversed"},
 }
-#: The space of the multi-harness runs (its balanced subset is 4 harnesses; yaml, synonyms
-#: and reversed tool order are never trained on).
+#: The space of the multi-harness runs (its balanced subset is 4 harnesses; yaml and synonyms
+#: are never trained on).
 SPACE = {
     "field_order": ["canonical", "reversed"],
     "obs_format": ["json", "markdown"],
@@ -68,13 +67,13 @@ BUDGETS = {
         eval_seeds=4, steps=2, group_size=2, groups_per_step=1, train_seeds=4, preference_seeds=3
     ),
     "default": Budget(
-        eval_seeds=24, steps=12, group_size=4, groups_per_step=2, train_seeds=48, preference_seeds=12
+        eval_seeds=20, steps=6, group_size=4, groups_per_step=1, train_seeds=24, preference_seeds=10
     ),
     "long": Budget(
         eval_seeds=100, steps=60, group_size=8, groups_per_step=2, train_seeds=400, preference_seeds=40
     ),
 }
-LEARNING_RATE = 2e-5
+LEARNING_RATE = 3e-5
 MAX_REPLY_TOKENS = 32
 TRAIN_SEED_START = 10_000
 PREFERENCE_SEED_START = 20_000
