@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS := test,analysis,rl,browser,llm,pettingzoo
+EXTRAS := test,analysis,rl,browser,llm,trl,pettingzoo
 
 .PHONY: setup system-deps demo test test-slow test-llm bench lint clean serve-model
 
@@ -58,6 +58,7 @@ bench: setup
 	$(BIN)/python benchmarks/terminal_throughput.py
 	$(BIN)/python benchmarks/multiagent_panel.py
 	$(BIN)/python benchmarks/llm_rollouts.py
+	$(BIN)/python benchmarks/grpo_step.py
 
 lint: setup
 	$(BIN)/ruff check .
