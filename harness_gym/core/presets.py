@@ -189,10 +189,12 @@ register_preset(
     reproduces=(
         "WebArena's id-based action syntax (the action word, then each argument in square "
         "brackets; the last argument runs to the last ']'), the action in a ``` fence after "
-        "free reasoning, and an accessibility-tree-like observation of '[id] role text' lines "
-        "under upper-case section names (OBJECTIVE:, ...)."
+        "free reasoning, and an accessibility-tree-like observation of [id] role 'name' lines, "
+        "one tab per level."
     ),
     cannot=(
+        "its prompt's sections (OBSERVATION:, URL:, OBJECTIVE:, PREVIOUS ACTION:): each field is "
+        "shown under the task's own name (instruction:, title:, page:); there is no URL",
         "type's press_enter_after flag: WebArena presses Enter after typing unless the action "
         "ends in [0]; here type never presses Enter and takes no third argument",
         "select: WebArena has no select action (a combobox is clicked, then its option); the "
