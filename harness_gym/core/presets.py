@@ -178,6 +178,7 @@ register_preset(
     sources=(
         "ServiceNow/BrowserGym browsergym/core/src/browsergym/core/action/functions.py",
         "ServiceNow/BrowserGym browsergym/core/src/browsergym/core/action/highlevel.py",
+        "ServiceNow/BrowserGym browsergym/core/src/browsergym/utils/obs.py (flatten_axtree_to_str)",
     ),
 )
 register_preset(
