@@ -20,6 +20,7 @@ from harness_gym.envs.browser.browser import (
     BrowserCrashedError,
     BrowserSession,
     BrowserTimeoutError,
+    _Watchdog,
     check_requirements,
     processes_matching,
 )
@@ -165,6 +166,30 @@ def test_close_of_a_frozen_browser_does_not_hang_and_leaves_no_process() -> None
     env.close()
     assert time.monotonic() - began < 5.0 + GRACE  # the close deadline, then killed
     assert [pid for needle in needles for pid in processes_matching(needle)] == []
+
+
+def test_watchdog_fires_once_past_an_armed_deadline_and_never_when_disarmed() -> None:
+    fired: list[float] = []
+    dog = _Watchdog(lambda: fired.append(time.monotonic()))
+    try:
+        dog.arm(0.2)
+        dog.disarm()
+        time.sleep(0.4)
+        assert fired == []  # disarmed in time
+        began = time.monotonic()
+        dog.arm(5.0)
+        dog.arm(0.2)  # a later call's (earlier) deadline wakes it
+        time.sleep(0.6)
+        assert len(fired) == 1 and 0.15 <= fired[0] - began < 0.6
+        dog.arm(0.1)
+        for _ in range(5):  # re-armed on every call: it never fires while calls keep coming
+            time.sleep(0.05)
+            dog.arm(0.1)
+        dog.disarm()
+        time.sleep(0.2)
+        assert len(fired) == 1
+    finally:
+        dog.stop()
 
 
 def test_bad_deadlines_are_refused() -> None:

@@ -343,6 +343,8 @@ class _Watchdog:
                 self._cond.release()
                 try:
                     self._expire()
+                except Exception:  # noqa: BLE001 - the watchdog must outlive a failed kill
+                    pass
                 finally:
                     self._cond.acquire()
 
