@@ -269,7 +269,7 @@ def test_axtree_observation_reads_like_an_accessibility_tree() -> None:
         "instruction: Click OK",
         "page:",
         "[1] div",
-        "\t[2] button 'O\\'K' on: true",
+        '\t[2] button "O\'K" on: true',
         "step: 0",
     ]
     obs, _ = make_env("ClickButton", "WebArenaStyle").reset(seed=0)

@@ -271,9 +271,9 @@ _AX_HEAD = ("ref", "tag", "text")
 
 
 def _ax_quoted(text: str) -> str:
-    """A string in single quotes, as accessibility-tree dumps write names (escaped, one line)."""
-    inner = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
-    return f"'{inner}'"
+    """A string as Python's ``repr`` writes it (one line, escaped), as BrowserGym's and
+    WebArena's accessibility-tree dumps write names."""
+    return repr(text)
 
 
 def _ax_scalar(value: Any) -> str:
