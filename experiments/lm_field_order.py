@@ -85,15 +85,17 @@ def harness_of(changes: dict):  # noqa: ANN201
     return Harness(few_shot=FEW_SHOT).replace(**changes)
 
 
-def evaluate_table(folder: Path, seeds: range, threads: int) -> dict[str, object]:
+def evaluate_table(name: str, folder: Path, seeds: range, threads: int) -> dict[str, object]:
     from harness_gym.train.lm_eval import evaluate_folder
 
-    return {
-        row: evaluate_folder(
-            folder, TASK, harness_of(changes), seeds, threads=threads, max_tokens=MAX_REPLY_TOKENS
+    table = {}
+    for row, changes in SINGLE_FACTOR.items():
+        harness = harness_of(changes)
+        table[row] = evaluate_folder(
+            folder, TASK, harness, seeds, threads=threads, max_tokens=MAX_REPLY_TOKENS
         )
-        for row, changes in SINGLE_FACTOR.items()
-    }
+        print(f"{name}: {row}: {table[row]}", flush=True)
+    return table
 
 
 def train(harnesses: list, grouping: str, budget: Budget, out: Path, seed: int, threads: int):  # noqa: ANN201
@@ -151,19 +153,23 @@ def main() -> None:
     base = Path(embedded_model_path())
     work = Path(tempfile.mkdtemp(prefix="lm-field-order-"))
     seeds = range(budget.eval_seeds)
-    tables: dict[str, dict] = {"untrained": evaluate_table(base, seeds, args.threads)}
+    tables: dict[str, dict] = {"untrained": evaluate_table("untrained", base, seeds, args.threads)}
     runs = {}
     runs["single harness"] = train(
         [harness_of({})], "within", budget, work / "single", args.seed, args.threads
     )
-    tables["single harness"] = evaluate_table(runs["single harness"].path, seeds, args.threads)
+    print(f"single harness: trained in {runs['single harness'].timings['train_seconds']:.0f} s", flush=True)
+    tables["single harness"] = evaluate_table(
+        "single harness", runs["single harness"].path, seeds, args.threads
+    )
     space = HarnessSpace(SPACE, base=harness_of({}))
     points, _, _, _ = select_harnesses(space, "balanced:1")
     subset = [p.harness for p in points]
     for grouping in ("within", "cross"):
         name = f"balanced subset, {grouping}"
         runs[name] = train(subset, grouping, budget, work / grouping, args.seed, args.threads)
-        tables[name] = evaluate_table(runs[name].path, seeds, args.threads)
+        print(f"{name}: trained in {runs[name].timings['train_seconds']:.0f} s", flush=True)
+        tables[name] = evaluate_table(name, runs[name].path, seeds, args.threads)
     recovery = preferences(
         {"untrained": base, "single harness": runs["single harness"].path}, budget, args.threads
     )
