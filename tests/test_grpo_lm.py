@@ -334,3 +334,25 @@ def test_saved_model_reloads_with_identical_greedy_actions(trained_twice) -> Non
     # The eval path (hf:FOLDER) on single-step episodes acts the same as the rollout.
     rate = evaluate_folder(first.path, "ClickButton", Harness(few_shot=1), range(3), threads=1, max_tokens=24)
     assert [r[0].strip() for r in rate.replies] == [r[0].strip() for r in replies[0]]
+
+
+@pytest.mark.llm
+def test_grpo_lm_command_trains_saves_and_evaluates(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    text = io.StringIO()
+    argv = [
+        "train", "--algo", "grpo-lm", "--model", "llm", "--env", "harness_gym/ClickButton-JsonFewShot-v0",
+        "--steps", "1", "--group-size", "2", "--train-seeds", "2", "--max-tokens", "16",
+        "--eval-episodes", "2", "--threads", "1", "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv, out=text) == 0
+    assert "saved ClickButton model trained with GRPO" in text.getvalue()
+    assert "greedy success on harness_gym/ClickButton-JsonFewShot-v0 (seeds 0..1)" in text.getvalue()
+    record = json.loads((out / "harness_gym_training.json").read_text())
+    assert record["config"]["steps"] == 1 and record["config"]["group_size"] == 2
+    assert len(record["history"]) == 1
+    rows = tmp_path / "rows.jsonl"
+    argv = ["eval", "--agent", f"hf:{out}", "--env", "harness_gym/ClickButton-JsonFewShot-v0",
+            "--episodes", "2", "--max-tokens", "16", "--out", str(rows)]  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 0
+    assert len(rows.read_text().splitlines()) == 2
