@@ -16,6 +16,7 @@ holds the merged weights.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -257,6 +258,7 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True) 
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
+    shutil.rmtree(out / "trainer", ignore_errors=True)  # TRL's scratch folder (nothing is checkpointed)
     timings = {
         "train_seconds": seconds,
         "rollout_seconds": rollout.timings["rollout"],
