@@ -10,7 +10,11 @@ does (every harness factor applies unchanged) and adds what a real browser needs
   next ``reset`` starts a new browser;
 * ``info`` also carries ``raw_reward``, the task JavaScript's own reward for the episode, and
   ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
-  same instance with ``reset(seed=info["miniwob_seed"])``).
+  same instance with ``reset(seed=info["miniwob_seed"])``);
+* ``info["browser_options"]``: the browser options the env runs with (``click_mode``,
+  ``call_timeout``, ``reuse_page``, ``screenshots``);
+* with ``screenshots=True``, ``info["screenshot"]``: PNG bytes of the task area after the
+  reset or the step (None after a browser failure); without it, no such key.
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ class BrowserEnv(HarnessEnv):
         info["browser_error"] = self.browser_task.browser_error
         info["raw_reward"] = self.browser_task.raw_reward
         info["miniwob_seed"] = self.browser_task.seed
+        info["browser_options"] = self.browser_task.options
+        if self.browser_task.screenshots:
+            info["screenshot"] = self.browser_task.screenshot
         return info
 
 
@@ -73,6 +80,7 @@ def make_browser_env(
     session: BrowserSession | None = None,
     call_timeout: float | None = None,
     reuse_page: bool = False,
+    screenshots: bool = False,
 ) -> BrowserEnv:
     """Build a :class:`BrowserEnv` from a task id (or class/instance) and any harness form.
 
@@ -81,7 +89,8 @@ def make_browser_env(
     is ``call_timeout`` seconds (default
     :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`). ``reuse_page=True`` starts
     each episode in the previous one's document, as Farama's env does (see
-    :class:`~harness_gym.envs.browser.task.BrowserTask`).
+    :class:`~harness_gym.envs.browser.task.BrowserTask`). ``screenshots=True`` puts PNG bytes
+    of the task area in ``info["screenshot"]`` after every reset and step (off by default).
     """
     if isinstance(task, str):
         from harness_gym.envs.browser.tasks import BROWSER_TASKS
@@ -89,5 +98,7 @@ def make_browser_env(
         known = {t.task_id: t for t in BROWSER_TASKS}
         task = known[task] if task in known else get_task(task)  # type: ignore[assignment]
     if isinstance(task, type):
-        task = task(session=session, call_timeout=call_timeout, reuse_page=reuse_page)
+        task = task(
+            session=session, call_timeout=call_timeout, reuse_page=reuse_page, screenshots=screenshots
+        )
     return BrowserEnv(task, harness=harness, render_mode=render_mode)

@@ -48,6 +48,7 @@ from harness_gym.core.task import Action, ActionSpec, StepResult, Task
 from harness_gym.envs.browser import dom
 from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
+    CALL_TIMEOUT_S,
     BrowserCrashedError,
     BrowserSession,
     BrowserTimeoutError,
@@ -77,6 +78,10 @@ TYPING_MODES = ("paste", "keys")
 #: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter and
 #: Tab for them), so a newline still submits a form as a typed one does.
 _KEY_CHARS = re.compile(r"([\r\n\t])")
+#: The element a screenshot shows: MiniWoB's task area (``#wrap``: the instruction and the
+#: task, 160 x 210 CSS pixels at the top left of every task page), what Farama's env crops its
+#: screenshots to (``miniwob/screenshot.py``, ``TASK_WIDTH`` x ``TASK_HEIGHT``).
+TASK_AREA = "#wrap"
 
 #: A scripted policy: the current fields in, the next canonical action out.
 Oracle = Callable[[dict[str, Any]], Action]
@@ -96,6 +101,9 @@ class BrowserTask(Task):
             a freshly loaded one. Faster; but whatever the previous episode left in the
             document (a widget appended to the body, a scroll position) stays, so an instance
             can differ from the one a fresh load gives for the same seed. Off by default.
+        screenshots: capture the task area (:data:`TASK_AREA`) as PNG bytes after every reset
+            and every step, in :attr:`screenshot` (the env puts it in ``info["screenshot"]``),
+            for agents that read pixels. Off by default (nothing is captured).
 
     Construction checks that Playwright and Chromium are installed and raises
     :class:`~harness_gym.envs.browser.browser.BrowserUnavailableError` with the install
@@ -127,7 +135,10 @@ class BrowserTask(Task):
         click_mode: str = "dom",
         call_timeout: float | None = None,
         reuse_page: bool = False,
+        screenshots: bool = False,
     ) -> None:
+        if not isinstance(screenshots, bool):
+            raise TypeError(f"screenshots must be True or False, got {screenshots!r}")
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
         if session is not None and call_timeout is not None:
@@ -137,6 +148,10 @@ class BrowserTask(Task):
         self.click_mode = click_mode
         self.call_timeout = call_timeout
         self.reuse_page = bool(reuse_page)
+        self.screenshots = screenshots
+        #: PNG bytes of the task area after the latest reset or step (None unless
+        #: ``screenshots``, or when the browser failed before the capture).
+        self.screenshot: bytes | None = None
         #: Whether observations carry each element's click point (only ``"cdp"`` clicks use them).
         self._points_wanted = click_mode == "cdp"
         self.chromium = check_requirements()
@@ -192,6 +207,7 @@ class BrowserTask(Task):
         self.reason = None
         self.browser_error = None
         self.browser_error_kind = None
+        self.screenshot = None
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         session = self.session
@@ -205,6 +221,7 @@ class BrowserTask(Task):
             obs = json.loads(text)
             self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
             self._observe(obs)
+            self._capture_after_reset()
             return
         for attempt in range(2):
             launches = session.launches
@@ -223,6 +240,31 @@ class BrowserTask(Task):
         obs = json.loads(text)
         self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
         self._observe(obs)
+        self._capture_after_reset()
+
+    def _capture_after_reset(self) -> None:
+        """The reset's screenshot (when asked for), under a deadline of its own; a failure ends
+        the reset as a failed load does."""
+        if not self.screenshots:
+            return
+        try:
+            self.screenshot = self.session.screenshot(self._page, TASK_AREA)
+        except BrowserCrashedError as err:
+            self._page = None
+            self.done = True
+            raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The browser options this task runs with (the env records them in ``info``)."""
+        session = self._session
+        timeout = session.call_timeout if session is not None else self.call_timeout or CALL_TIMEOUT_S
+        return {
+            "click_mode": self.click_mode,
+            "call_timeout": timeout,
+            "reuse_page": self.reuse_page,
+            "screenshots": self.screenshots,
+        }
 
     def fields(self) -> dict[str, Any]:
         obs = self._obs
@@ -276,7 +318,10 @@ class BrowserTask(Task):
         try:
             with self.session.guard(f"the step {action.name}"):
                 text = self._act(action)
+                # under the step's deadline: the action and its screenshot together
+                shot = self.session.screenshot(self._page, TASK_AREA) if self.screenshots else None
             self._observe(json.loads(text))
+            self.screenshot = shot
         except BrowserCrashedError as err:
             return self._crash(err)
         reward = 1.0 if self.done and self.succeeded else 0.0
@@ -390,6 +435,7 @@ class BrowserTask(Task):
         self.done = True
         self.succeeded = False
         self._refs = {}
+        self.screenshot = None
         if self._session is not None:
             self._session.mark_broken()
         return StepResult(0.0, True, False, self.browser_error)

@@ -1,0 +1,154 @@
+"""Optional screenshots of the real MiniWoB++ tasks (``screenshots=True``, issue 15 item 5).
+
+Real Chromium through Playwright, no mocks. The PNGs are checked with the standard library
+only: the signature, the IHDR size, and the image data inflated to exactly the bytes that size
+needs. Kept small (two tasks, a few seeds): the first capture in a newly loaded document
+costs Chromium about a second here.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+
+import gymnasium as gym
+import pytest
+
+import harness_gym.envs.browser as browser_pkg
+from harness_gym.core.task import Action
+from harness_gym.envs.browser.browser import BrowserSession, check_requirements, processes_matching
+from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.task import TASK_AREA
+
+browser_pkg.register(add_to_task_registry=False)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Bytes per pixel of each PNG colour type (8-bit channels): grey, RGB, grey+alpha, RGBA.
+BYTES_PER_PIXEL = {0: 1, 2: 3, 4: 2, 6: 4}
+
+
+def decode_png(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the inflated (filtered) image data of an 8-bit PNG; raises on a
+    malformed file."""
+    assert data[:8] == PNG_SIGNATURE, "not a PNG"
+    pos, width, height, kind, idat = 8, 0, 0, -1, b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        chunk, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert zlib.crc32(chunk + body) == crc, f"bad CRC in {chunk!r}"
+        if chunk == b"IHDR":
+            width, height, depth, kind = struct.unpack(">IIBB", body[:10])
+            assert depth == 8
+        elif chunk == b"IDAT":
+            idat += body
+        elif chunk == b"IEND":
+            break
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    assert len(raw) == height * (1 + width * BYTES_PER_PIXEL[kind]), "image data does not fit the size"
+    return width, height, raw
+
+
+def task_area_size(env: BrowserEnv) -> tuple[int, int]:
+    """The task area's size in CSS pixels, read from the live page."""
+    task = env.browser_task
+    area = f"document.querySelector('{TASK_AREA}').getBoundingClientRect()"
+    box = task.session.call(task._page, f"(() => [{area}.width, {area}.height])")
+    return round(box[0]), round(box[1])
+
+
+def play_oracle(env: BrowserEnv, seed: int) -> list[dict]:
+    """The infos of one oracle episode (reset first)."""
+    _, info = env.reset(seed=seed)
+    infos, done = [info], False
+    while not done:
+        _, _, terminated, truncated, info = env.step(env.oracle_action())
+        infos.append(info)
+        done = terminated or truncated
+    return infos
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[BrowserSession]:
+    check_requirements()
+    shared = BrowserSession()
+    yield shared
+    needles = list(shared._handles.needles)
+    shared.close()
+    time.sleep(0.2)
+    assert [pid for needle in needles for pid in processes_matching(needle)] == []
+
+
+def test_off_by_default_no_screenshot_key(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserClickButton", session=session)
+    _, info = env.reset(seed=0)
+    assert "screenshot" not in info and info["browser_options"]["screenshots"] is False
+    _, _, _, _, info = env.step(env.oracle_action())
+    assert "screenshot" not in info and env.browser_task.screenshot is None
+    env.close()
+
+
+@pytest.mark.parametrize("task_id", ["BrowserClickButton", "BrowserEnterText"])
+def test_screenshot_is_a_png_of_the_task_area_after_reset_and_every_step(
+    task_id: str, session: BrowserSession
+) -> None:
+    env = make_browser_env(task_id, session=session, screenshots=True)
+    for seed in (0, 1):
+        infos = play_oracle(env, seed)
+        assert infos[-1]["success"] and len(infos) >= 2
+        for info in infos:
+            assert info["browser_options"]["screenshots"] is True
+            width, height, _ = decode_png(info["screenshot"])
+            assert (width, height) == task_area_size(env) == (160, 210)  # MiniWoB's #wrap
+    env.close()
+
+
+def test_screenshot_changes_with_the_page_and_only_then(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserEnterText", session=session, screenshots=True)
+    _, info = env.reset(seed=2)
+    before = decode_png(info["screenshot"])[2]
+    box = next(n for n in env.browser_task._refs.values() if n["tag"] == "input")
+    # A key that nothing on the page reacts to (no field has focus yet): same pixels.
+    env.browser_task.step(Action.of("press", key="Escape"))
+    assert decode_png(env.browser_task.screenshot)[2] == before
+    _, _, terminated, _, info = env.step(env.format_action(Action.of("type", ref=box["ref"], text="wxyz")))
+    assert not terminated and decode_png(info["screenshot"])[2] != before
+    env.close()
+
+
+def test_oracle_outcome_and_digests_unchanged_with_screenshots(session: BrowserSession) -> None:
+    for task_id in ("BrowserClickButton", "BrowserEnterText"):
+        plain = make_browser_env(task_id, session=session)
+        shots = make_browser_env(task_id, session=session, screenshots=True)
+        for seed in (3, 4):
+            off, on = play_oracle(plain, seed), play_oracle(shots, seed)
+            assert [i.get("success") for i in on] == [i.get("success") for i in off]
+            assert [i["state_digest"] for i in on] == [i["state_digest"] for i in off]
+            assert on[0]["harness_id"] == off[0]["harness_id"] and on[-1]["success"]
+        plain.close()
+        shots.close()
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, 0.0])
+def test_a_non_bool_screenshots_value_is_refused(bad: object) -> None:
+    with pytest.raises(TypeError, match="screenshots must be True or False"):
+        make_browser_env("BrowserClickButton", screenshots=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="screenshots must be True or False"):
+        gym.make("harness_gym/BrowserClickButton-Json-v0", screenshots=bad)
+
+
+def test_gym_make_kwarg_gives_screenshots_and_close_leaves_no_chromium() -> None:
+    env = gym.make("harness_gym/BrowserClickButton-Json-v0", screenshots=True)
+    try:
+        _, info = env.reset(seed=5)
+        assert decode_png(info["screenshot"])[:2] == (160, 210)
+        needles = list(env.unwrapped.browser_task.session._handles.needles)
+        _, _, _, _, info = env.step(env.unwrapped.oracle_action())
+        assert decode_png(info["screenshot"])[:2] == (160, 210)
+    finally:
+        env.close()
+    time.sleep(0.2)
+    assert needles and [pid for needle in needles for pid in processes_matching(needle)] == []
