@@ -2,8 +2,7 @@
 
 Real Chromium through Playwright, no mocks. The PNGs are checked with the standard library
 only: the signature, the IHDR size, and the image data inflated to exactly the bytes that size
-needs. Kept small (two tasks, a few seeds): the first capture in a newly loaded document
-costs Chromium about a second here.
+needs. Kept small: two tasks, a few seeds, one shared browser (about 15 s).
 """
 
 from __future__ import annotations

@@ -463,6 +463,8 @@ class BrowserSession:
         self._active: int | None = None
         self._loading: dict[int, str] = {}  # tab -> URL it is loading, oldest first
         self._broken = False
+        self._shown: set[int] = set()  # tabs whose window a screenshot un-minimized
+        self._front: int | None = None  # the tab last brought to the front for a screenshot
 
     # -- state --------------------------------------------------------------------------------
 
@@ -571,6 +573,7 @@ class BrowserSession:
                     page.on("crash", handles.on_crash)
                 self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
                 self._minimize_windows()
+                self._shown, self._front = set(), None
         except BrowserCrashedError:
             self.shutdown()
             raise
@@ -679,13 +682,30 @@ class BrowserSession:
         captures it (the text caret hidden, its default). Playwright's element screenshot
         (``locator.screenshot``) gives the same image, but its visibility and stability checks
         cost about twice as much per capture.
+
+        The first capture shows the session's window (minimized at start) and brings the tab
+        to the front: in a minimized window, or in a background tab, Chromium takes one to two
+        seconds to produce the first frame of each new document (measured here; 50-100 ms
+        otherwise).
         """
         with self.guard("a screenshot"):
             tab = self._tab(page)
+            if self._front != tab:
+                self._show(tab)
             box = self._evaluate(tab, TASK_AREA_BOX.replace("__SELECTOR__", json.dumps(selector)))
             if box is None:
                 raise BrowserCrashedError(f"the page has no element {selector!r} to capture")
             return page.screenshot(clip=box, type="png")
+
+    def _show(self, tab: int) -> None:
+        """Un-minimize the window of ``tab`` (once) and bring ``tab`` to the front."""
+        cdp = self._cdp[tab]
+        if tab not in self._shown:
+            window = cdp.send("Browser.getWindowForTarget")["windowId"]
+            cdp.send("Browser.setWindowBounds", {"windowId": window, "bounds": {"windowState": "normal"}})
+            self._shown.add(tab)
+        cdp.send("Page.bringToFront")
+        self._front = tab
 
     def _tab(self, page: Any) -> int:
         """The tab showing ``page``."""
