@@ -210,3 +210,19 @@ def test_snapshot_restore_keeps_the_mounted_directory() -> None:
     assert task.sh("git status --porcelain").stdout.strip() != ""  # the sandbox sees the restored tree
     assert play_oracle(env, 0)["success"]
     env.close()
+
+
+@pytest.mark.parametrize("preset", ["MiniSweAgentStyle", "TerminusStyle", "OpenHandsStyle"])
+def test_check_harness_checks_coding_presets_through_the_terminal_env(preset: str) -> None:
+    """check_harness builds the family's env, so fenced-block, Terminus-JSON and native replies are
+    round-tripped and the oracle is played through the terminal presentation, not a plain env."""
+    from harness_gym.core.registry import make_env
+    from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
+
+    harness = TERMINAL_PRESETS[preset]
+    env = make_env("TermSortUnique", harness)
+    assert isinstance(env, TerminalEnv)
+    env.close()
+    report = check_harness(harness, "TermSortUnique", seeds=range(2), raise_on_failure=False)
+    assert report.ok, str(report)
+    assert report.checks["round_trip"] > 0 and report.checks["oracle"] == 2

@@ -175,12 +175,16 @@ def check_harness(
         harness = resolve_harness(env_or_harness)
     seeds = list(seeds)
     report = HarnessReport(task_cls.task_id, harness)
+    from harness_gym.core.registry import make_env
+
+    # make_env builds a family's own env (a terminal task's sandboxed env), so the family's
+    # presentation and reply conventions are checked, not only the generic factors.
     try:
-        env = HarnessEnv(task_cls, harness)
+        env = make_env(task_cls, harness)
     except HarnessSpecError as err:
         report.fail("bind", str(err))
         return _finish(report, raise_on_failure)
-    canonical = HarnessEnv(task_cls, Harness())
+    canonical = make_env(task_cls, Harness())
     _check_schema(env, report)
     pure = is_pure_presentation(harness, task_cls)
     for seed in seeds:
@@ -224,7 +228,9 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
         _count(report, "schema")
     env.reset(seed=0)
     for action in env.legal_actions():
-        tool = next(t for t in toolbox.tools if t.spec.name == action.name)
+        tool = next((t for t in toolbox.tools if t.spec.name == action.name), None)
+        if tool is None:  # not a tool under this harness (a dropped tool, a sentinel reply)
+            continue
         args = {shown: action[p.name] for shown, p in zip(tool.arg_names, tool.params, strict=True)}
         errors = list(jsonschema.Draft202012Validator(schemas[tool.name]).iter_errors(args))
         if errors:
