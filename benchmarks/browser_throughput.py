@@ -24,6 +24,11 @@ suite, both through ``HarnessEnv`` with the ``Json`` harness and their oracles.
 
 Part 3 (``--sim-to-real N``) is the sim-to-real table: the same agents (uniform random over
 the legal actions, and each backend's oracle) on every twin pair, N seeds each.
+
+``--screenshots N`` measures what ``screenshots=True`` (a PNG of the task area in ``info``
+after every reset and step) costs: episodes per second with screenshots off and on, side by
+side in one process, interleaved round by round, N episodes per task per round, both with a
+fresh document per episode (the default) and with ``reuse_page=True``.
 """
 
 from __future__ import annotations
@@ -260,6 +265,54 @@ def typing_cost(repeats: int) -> None:
     )
 
 
+def screenshot_cost(tasks: list[str], episodes: int, rounds: int) -> None:
+    """Episodes/s of the same oracle episodes with ``screenshots`` off and on, interleaved."""
+    print(f"\n== Screenshots: episodes/s off vs on ({rounds} rounds of {episodes} episodes per task) ==")
+    kinds = [(reuse, shots) for reuse in (False, True) for shots in (False, True)]
+    envs = {
+        (t, reuse, shots): make_browser_env(task_id_for(t), reuse_page=reuse, screenshots=shots)
+        for t in tasks
+        for reuse, shots in kinds
+    }
+    for env in envs.values():  # warm up: browsers started, first page loads done
+        run_env(env, range(1))
+    totals = {key: [0.0, 0, 0] for key in envs}  # seconds, solved, steps
+    for r in range(rounds):
+        seeds = range(4000 + r * episodes, 4000 + (r + 1) * episodes)
+        for t in tasks:
+            for reuse, shots in kinds[r % 4 :] + kinds[: r % 4]:  # rotate who goes first
+                for i, value in enumerate(run_env(envs[t, reuse, shots], seeds)):
+                    totals[t, reuse, shots][i] += value
+    for env in envs.values():
+        env.close()
+    n = rounds * episodes
+    rows = []
+    for t in [*tasks, "ALL"]:
+        picked = tasks if t == "ALL" else [t]
+        cells = [t]
+        for reuse in (False, True):
+            off = [sum(totals[x, reuse, False][i] for x in picked) for i in range(3)]
+            on = [sum(totals[x, reuse, True][i] for x in picked) for i in range(3)]
+            count = n * len(picked)
+            captures = on[2] + count  # one per step and one per reset
+            cells += [
+                f"{count / off[0]:.1f}",
+                f"{count / on[0]:.1f}",
+                f"{off[0] / on[0]:.2f}x",
+                f"{(on[0] - off[0]) * 1000 / captures:.0f}",
+                f"{on[1] / count:.0%}",
+            ]
+        rows.append(cells)
+    header = ["task", "off eps/s", "on eps/s", "on/off", "ms/capture", "ok on"]
+    header += ["reuse " + h for h in header[1:]]
+    print(table(header, rows))
+    print(
+        "off/on: screenshots=False/True, a fresh document per episode; reuse: reuse_page=True. "
+        "on/off: episodes/s with screenshots on over off; ms/capture: the extra time per capture "
+        "(one after every reset and every step)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS)
@@ -272,6 +325,9 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true", help="skip parts 1 and 2")
     parser.add_argument("--typing", type=int, default=0, metavar="N", help="type-cost repeats (0: skip)")
     parser.add_argument("--cpu", type=int, default=0, metavar="N", help="CPU per episode over N (0: skip)")
+    parser.add_argument(
+        "--screenshots", type=int, default=0, metavar="N", help="screenshots off vs on, N episodes (0: skip)"
+    )
     args = parser.parse_args()
     browser_pkg.register()
     if not args.skip_throughput:
@@ -282,6 +338,8 @@ def main() -> None:
         typing_cost(args.typing)
     if args.sim_to_real:
         sim_to_real(args.sim_to_real)
+    if args.screenshots:
+        screenshot_cost(args.tasks, args.screenshots, args.rounds)
     print(f"\nharness-gym {harness_gym.__version__}; Chromium at {find_chromium()}")
 
 
