@@ -7,6 +7,8 @@ needs. Kept small: two tasks, a few seeds, one shared browser (about 15 s).
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
 import time
 import zlib
@@ -151,3 +153,44 @@ def test_gym_make_kwarg_gives_screenshots_and_close_leaves_no_chromium() -> None
         env.close()
     time.sleep(0.2)
     assert needles and [pid for needle in needles for pid in processes_matching(needle)] == []
+
+
+def test_a_browser_frozen_during_the_capture_ends_the_step_within_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The capture runs under the step's deadline: a browser that stops answering during it
+    (SIGSTOP just before the real capture) ends the step with ``browser_timeout`` and no
+    screenshot, in time; the next reset starts a new browser and captures again."""
+    deadline = 2.0
+    env = make_browser_env("BrowserEnterText", screenshots=True, call_timeout=deadline)
+    try:
+        env.reset(seed=6)
+        session = env.browser_task.session
+        needles = list(session._handles.needles)
+        main_pid = session._handles.main_pid
+        capture = session.screenshot
+        frozen: list[str] = []
+
+        def freeze_then_capture(page: object, selector: str) -> bytes:
+            frozen.append(selector)
+            os.kill(main_pid, signal.SIGSTOP)
+            return capture(page, selector)
+
+        monkeypatch.setattr(session, "screenshot", freeze_then_capture)
+        began = time.monotonic()
+        try:
+            _, reward, terminated, _, info = env.step(env.oracle_action())
+        finally:
+            if os.path.exists(f"/proc/{main_pid}"):
+                os.kill(main_pid, signal.SIGCONT)
+        assert time.monotonic() - began < deadline + 3.0
+        assert terminated and reward == 0.0 and info["error_kind"] == "browser_timeout"
+        assert frozen == [TASK_AREA] and info["screenshot"] is None
+        assert "did not answer the step type within 2 s" in info["browser_error"]
+        monkeypatch.undo()
+        _, info = env.reset(seed=6)
+        assert decode_png(info["screenshot"])[:2] == (160, 210) and session.launches == 2
+    finally:
+        env.close()
+    time.sleep(0.2)
+    assert [pid for needle in needles for pid in processes_matching(needle)] == []
