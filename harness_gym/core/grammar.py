@@ -122,11 +122,17 @@ def _call_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
+def _bounded_arguments(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
+    """The tool's argument schema with every string bounded to ``max_string`` characters."""
     args = toolbox.json_schema(tool)
     for prop in args["properties"].values():
         if prop.get("type") == "string":
             prop["maxLength"] = max_string
+    return args
+
+
+def _tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
+    args = _bounded_arguments(toolbox, tool, max_string)
     return {
         "type": "object",
         "properties": {"name": {"const": tool.name}, "arguments": args},
@@ -149,10 +155,7 @@ def _flat_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def _flat_tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
     from harness_gym.core.tools import FLAT_KEY
 
-    args = toolbox.json_schema(tool)
-    for prop in args["properties"].values():
-        if prop.get("type") == "string":
-            prop["maxLength"] = max_string
+    args = _bounded_arguments(toolbox, tool, max_string)
     return {
         "type": "object",
         "properties": {FLAT_KEY: {"const": tool.name}, **args["properties"]},

@@ -578,18 +578,20 @@ class Toolbox:
             raise ActionError("malformed", f"not one {style.name} action: {preview(text)}")
         return self._build(self._tool(name), dict(given), from_text=style.values_are_text)
 
-    def _parse_json(self, text: str) -> Action:
+    def _load_json(self, text: str) -> Any:
+        """The JSON value of a reply (lenient: trailing commas forgiven), or a ``malformed`` error."""
         try:
-            data = json.loads(text)
+            return json.loads(text)
         except (ValueError, RecursionError) as err:
-            data = None
             if self.lenient and "," in text:
                 try:
-                    data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+                    return json.loads(_TRAILING_COMMA.sub(r"\1", text))
                 except (ValueError, RecursionError):
                     pass
-            if data is None:
-                raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
+            raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
+
+    def _parse_json(self, text: str) -> Action:
+        data = self._load_json(text)
         if not isinstance(data, dict) or "name" not in data:
             raise ActionError(
                 "malformed",
@@ -656,17 +658,7 @@ class Toolbox:
 
     def _parse_json_flat(self, text: str) -> Action:
         """MiniWoB++-style ``{"action_type": tool, arg: value, ...}``."""
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as err:
-            data = None
-            if self.lenient and "," in text:
-                try:
-                    data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
-                except (ValueError, RecursionError):
-                    pass
-            if data is None:
-                raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
+        data = self._load_json(text)
         if not isinstance(data, dict) or FLAT_KEY not in data:
             raise ActionError(
                 "malformed", f'expected a JSON object {{"{FLAT_KEY}": <tool>, ...}}, got {preview(text)}'
