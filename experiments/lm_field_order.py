@@ -298,6 +298,19 @@ def report(tables, runs, subset, recovery, budget: Budget, args, minutes: float,
             f"| {name} | {rec.n_pairs} | {rec.pearson:.3f} | {rec.spearman:.3f} "
             f"| {100 * rec.sign_agreement:.1f}% |"
         )
+    lines += [
+        "",
+        "## Against the published result",
+        "",
+        "The published model (a post-trained LLM on MiniWoB++) fell from 85.0% to 19.2% when only "
+        "the field order was reversed. This run differs in what can move the numbers: a 135M model "
+        "whose untrained success is near zero and varies by presentation before any training (the "
+        "untrained column), a few GRPO steps on CPU rather than a full post-training run, and one "
+        "task of the package's own suite with 16 evaluation seeds, so only differences larger "
+        "than the intervals mean anything. A drop under reversed order after training that the "
+        "untrained column does not show is the published effect; equal columns mean the run did "
+        "not train long enough to learn the harness (use `--long`).",
+    ]
     status = "" if done else " (unfinished: the tables hold what was measured so far)"
     lines += ["", f"Run time: {minutes:.1f} minutes{status}.", ""]
     return "\n".join(lines)
