@@ -15,6 +15,7 @@ holds the merged weights.
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import time
@@ -259,6 +260,8 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True) 
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     shutil.rmtree(out / "trainer", ignore_errors=True)  # TRL's scratch folder (nothing is checkpointed)
+    del trainer, model  # free the optimizer state and activations before the caller goes on
+    gc.collect()
     timings = {
         "train_seconds": seconds,
         "rollout_seconds": rollout.timings["rollout"],
