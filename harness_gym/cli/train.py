@@ -66,7 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON object of algorithm keyword arguments, e.g. '{\"learning_rate\": 1e-3}'",
     )
     parser.add_argument("--iterations", type=positive_int, default=30, help="text_policy: GRPO iterations")
-    parser.add_argument("--grouping", choices=("within", "cross"), default="within", help="text_policy")
+    parser.add_argument(
+        "--grouping", choices=("within", "cross"), default="within", help="text_policy and grpo-lm"
+    )
     parser.add_argument(
         "--threads", type=positive_int, default=1, help="torch threads (small models: 1 is fastest)"
     )
