@@ -9,7 +9,9 @@
     off). Target >= 2.5x on 2 cores.
 (b) The environment's share of rollout wall time (``RolloutStats.env_share``). Target <= 5%.
 (c) The in-process transformers backend (the embedded model): one ``generate`` of 8 requests
-    against the same 8 requests one at a time, completion tokens per second.
+    against the same 8 requests one at a time, completion tokens per second; and the batch of 8
+    with its shared prefix (system prompt and worked examples) run once against every row in
+    full (``share_prefix=False``), with the texts compared.
 
 Without ``--base-url`` the benchmark starts ``scripts/vllm-server.sh`` (the embedded model) on a
 free port, the way the test fixture does, and stops it before (c), so the two models never share
@@ -165,7 +167,12 @@ def bench_in_process(args: argparse.Namespace) -> list[dict[str, Any]]:
         requests.append(ChatRequest(messages, Sampling(max_tokens=args.max_tokens), seed=seed))
     backend.complete(requests[:1])  # warm-up
     rows = []
-    for label, batches in (("1", [[r] for r in requests]), ("8", [requests])):
+    for label, batches, share in (
+        ("1", [[r] for r in requests], True),
+        ("8", [requests], True),
+        ("8 full", [requests], False),
+    ):
+        backend.share_prefix = share
         start = time.perf_counter()
         done = [c for batch in batches for c in backend.complete(batch)]
         wall = time.perf_counter() - start
@@ -177,6 +184,7 @@ def bench_in_process(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "tokens": tokens,
                 "wall": wall,
                 "tok_per_s": tokens / wall,
+                "texts": [c.text for c in done],
             }
         )
     return rows
@@ -248,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['tok_per_s']:>9.1f}"
             )
         print(f"(c) tokens/s, batch of 8 / batch of 1: {rows[1]['tok_per_s'] / rows[0]['tok_per_s']:.2f}x")
+        same = rows[1]["texts"] == rows[2]["texts"] == rows[0]["texts"]
+        print(
+            f"(c) batch of 8, shared prefix once / every row in full: "
+            f"{rows[2]['wall'] / rows[1]['wall']:.2f}x faster; texts identical in all three: {same}"
+        )
     return 0
 
 

@@ -66,6 +66,17 @@ def _first_requests(n: int, max_tokens: int, temperature: float = 0.0) -> list[C
     return out
 
 
+def _one_harness_requests(seeds: range, max_tokens: int) -> list[ChatRequest]:
+    """First-step requests of one harness with worked examples: a long shared prefix."""
+    out = []
+    for seed in seeds:
+        env = _env("ClickButton", few_shot=2).unwrapped
+        obs, _ = env.reset(seed=seed)
+        messages = chat_messages(env.harness, env.system_prompt, obs, examples=env.examples)
+        out.append(ChatRequest(messages=messages, sampling=Sampling(max_tokens=max_tokens), seed=seed))
+    return out
+
+
 # -- in process --------------------------------------------------------------------------------
 
 
@@ -86,6 +97,27 @@ def test_batched_greedy_equals_unbatched(local_backend: Any) -> None:
     assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in alone]
     assert [c.prompt_tokens for c in batched] == [c.prompt_tokens for c in alone]
     assert all(c.error_kind is None and c.text for c in batched)
+
+
+def test_shared_prefix_runs_once_and_changes_no_text(local_backend: Any) -> None:
+    """A batch of one harness's prompts shares its system prompt and worked examples: that
+    prefix is run once, and every row's greedy text equals the row run alone and the batch
+    run in full."""
+    requests = _one_harness_requests(range(5), max_tokens=16)
+    batched = local_backend.complete(requests)
+    shared = local_backend.last_shared_tokens
+    prompt_tokens = [c.prompt_tokens for c in batched]
+    assert 0.5 * min(prompt_tokens) < shared < min(prompt_tokens)
+    local_backend.share_prefix = False
+    try:
+        full = local_backend.complete(requests)
+        assert local_backend.last_shared_tokens == 0
+    finally:
+        local_backend.share_prefix = True
+    alone = [local_backend.complete([r])[0] for r in requests]
+    assert [c.text for c in batched] == [c.text for c in full] == [c.text for c in alone]
+    assert [c.finish_reason for c in batched] == [c.finish_reason for c in alone]
+    assert len({local_backend.prompt_text(r) for r in requests}) == len(requests)  # rows differ after it
 
 
 SAMPLE_SCRIPT = textwrap.dedent(

@@ -1,10 +1,13 @@
 """An in-process backend: a Hugging Face causal LM generating batches with transformers.
 
 Requests with the same sampling parameters and tools are generated together in batches of
-``batch_size`` (left padding), one ``generate`` call per batch. Greedy decoding gives the
-same text batched as one at a time. Sampled decoding seeds torch's generator from the
-batch's request seeds, so a batch reproduces across processes and thread counts (but a
-request's text depends on what it was batched with; use a server for per-request seeds).
+``batch_size`` (left padding), one ``generate`` call per batch. The tokens a batch's prompts
+share at their start (the system prompt and worked examples of one harness) are run through
+the model once and their cache copied to every row, as a server's prefix cache does: with
+two worked examples that is most of the prompt. Greedy decoding gives the same text batched
+as one at a time. Sampled decoding seeds torch's generator from the batch's request seeds, so
+a batch reproduces across processes and thread counts (but a request's text depends on what
+it was batched with; use a server for per-request seeds).
 
 Native tool calls are read from the text the way vLLM's ``hermes`` parser reads them
 (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``), so the two backends agree.
@@ -13,6 +16,7 @@ Grammars are not enforced in process (``supports_grammar`` is False).
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -34,6 +38,7 @@ class TransformersBackend:
         max_model_len: prompts longer than this (in tokens) are refused with
             ``error_kind="context_length"``, as a server with ``--max-model-len`` does.
         device: ``"cpu"`` or a torch device string such as ``"cuda"``.
+        share_prefix: run a batch's common leading tokens once (off: every row in full).
     """
 
     kind = "transformers"
@@ -46,6 +51,7 @@ class TransformersBackend:
         batch_size: int = 8,
         max_model_len: int = 2048,
         device: str = "cpu",
+        share_prefix: bool = True,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -57,6 +63,8 @@ class TransformersBackend:
         self.batch_size = int(batch_size)
         self.max_model_len = int(max_model_len)
         self.device = device
+        self.share_prefix = bool(share_prefix)
+        self.last_shared_tokens = 0  # the last batch's prefix run once (0: none)
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
         self.tokenizer.padding_side = "left"
@@ -64,6 +72,9 @@ class TransformersBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtype = torch.float32 if device == "cpu" else "auto"
         self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype).to(device).eval()
+        # transformers renamed ``past_key_values`` to ``cache`` during 5.x.
+        forward = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
 
     def prompt_text(self, request: ChatRequest) -> str:
         """The templated prompt for one request (what the model reads)."""
@@ -87,6 +98,43 @@ class TransformersBackend:
                     out[i] = completion
         return [c for c in out if c is not None]
 
+    def _encode(self, prompts: list[str]) -> dict[str, Any]:
+        """Inputs for ``generate``: padded ids, their mask, and the shared prefix's cache.
+
+        Rows are laid out as ``shared prefix | padding | own suffix``; the mask hides the
+        padding and the position ids ``generate`` derives from it count only real tokens, so
+        each row is computed as if it stood alone.
+        """
+        torch = self._torch
+        rows = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        shared = _shared_length(rows) if self.share_prefix and len(rows) > 1 else 0
+        shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps a token to feed
+        self.last_shared_tokens = shared if shared >= MIN_SHARED_PREFIX else 0
+        if shared < MIN_SHARED_PREFIX:
+            return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+                self.device
+            )
+        pad = self.tokenizer.pad_token_id
+        width = max(len(r) for r in rows) - shared
+        ids, mask = [], []
+        for row in rows:
+            gap = width - (len(row) - shared)
+            ids.append(row[:shared] + [pad] * gap + row[shared:])
+            mask.append([1] * shared + [0] * gap + [1] * (len(row) - shared))
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            self.model(
+                input_ids=torch.tensor([rows[0][:shared]], device=self.device), **{self._cache_arg: cache}
+            )
+        cache.batch_repeat_interleave(len(rows))
+        return {
+            "input_ids": torch.tensor(ids, device=self.device),
+            "attention_mask": torch.tensor(mask, device=self.device),
+            self._cache_arg: cache,
+        }
+
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         torch = self._torch
         start = time.perf_counter()
@@ -105,9 +153,7 @@ class TransformersBackend:
                 fit.append(i)
         if fit:
             s = requests[fit[0]].sampling
-            enc = self.tokenizer(
-                [prompts[i] for i in fit], return_tensors="pt", padding=True, add_special_tokens=False
-            ).to(self.device)
+            enc = self._encode([prompts[i] for i in fit])
             room = min(s.max_tokens, self.max_model_len - max(lengths[i] for i in fit))
             kwargs: dict[str, Any] = {
                 "max_new_tokens": max(1, room),
@@ -167,6 +213,22 @@ def hermes_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     if not calls:
         return text, []
     return text[: text.find("<tool_call>")].strip(), calls
+
+
+#: Shorter shared prefixes are recomputed per row (a prefix pass has a fixed cost).
+MIN_SHARED_PREFIX = 32
+
+
+def _shared_length(rows: list[list[int]]) -> int:
+    """How many leading tokens every row has in common."""
+    first = rows[0]
+    n = min(len(r) for r in rows)
+    for row in rows[1:]:
+        k = 0
+        while k < n and row[k] == first[k]:
+            k += 1
+        n = k
+    return n
 
 
 def hash_seeds(seeds: list[int]) -> int:

@@ -24,6 +24,8 @@ class SuccessRate:
     successes: int
     episodes: int
     replies: tuple[tuple[str, ...], ...] = ()
+    #: per seed, in seed order: did the episode succeed (for paired comparisons across harnesses)
+    outcomes: tuple[bool, ...] = ()
 
     @property
     def mean(self) -> float:
@@ -42,7 +44,11 @@ _BACKENDS: dict[tuple[str, int], Any] = {}
 
 
 def backend_for(folder: str | Path, threads: int | None = None) -> Any:
-    """One in-process backend per folder (loading a model takes seconds)."""
+    """One in-process backend per folder (loading a model takes seconds).
+
+    Not :func:`harness_gym.llm.spec.build_backend`'s cache, which keeps every backend it
+    built: an experiment evaluates several trained folders in turn and holds one in memory.
+    """
     from harness_gym.llm.transformers_backend import TransformersBackend
 
     key = (str(Path(folder).resolve()), int(threads or 0))
@@ -77,11 +83,11 @@ def evaluate_folder(
         Episode(lambda: make_env(task, harness), make_agent, int(seed), key=int(seed)) for seed in seeds
     ]
     done = run_batched(episodes, in_flight=in_flight)
-    successes = 0
+    outcomes = []
     replies = []
     for _episode, result, error in sorted(done, key=lambda d: d[0].key):
         if error is not None:
             raise error
-        successes += bool(result.success)
+        outcomes.append(bool(result.success))
         replies.append(tuple(str(c) for c in result.extra.get("completions", ())))
-    return SuccessRate(successes, len(episodes), tuple(replies))
+    return SuccessRate(sum(outcomes), len(episodes), tuple(replies), tuple(outcomes))
