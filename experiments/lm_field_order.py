@@ -223,6 +223,23 @@ def plot(tables: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
+def paired_rows(tables: dict[str, dict]) -> list[str]:
+    """Canonical against reversed order, seed by seed, for every model evaluated."""
+    from harness_gym.analysis.stats import mcnemar_exact
+
+    rows = []
+    for name, table in tables.items():
+        canonical, reversed_ = table["canonical (trained)"], table["field order reversed"]
+        pairs = list(zip(canonical.outcomes, reversed_.outcomes, strict=True))
+        first = sum(a and not b for a, b in pairs)
+        second = sum(b and not a for a, b in pairs)
+        rows.append(
+            f"| {name} | {canonical.successes}/{canonical.episodes} | {reversed_.successes}/"
+            f"{reversed_.episodes} | {first} | {second} | {mcnemar_exact(first, second):.2f} |"
+        )
+    return rows
+
+
 def report(tables, runs, subset, recovery, budget: Budget, args, minutes: float, done: bool) -> str:  # noqa: ANN001
     names = list(tables)
     flag = " --quick" if args.quick else " --long" if args.long else ""
@@ -259,6 +276,16 @@ def report(tables, runs, subset, recovery, budget: Budget, args, minutes: float,
         "The oracle succeeds on every seed under every row (each change is pure presentation; the "
         "harness checker asserts it), so whatever a model loses between rows is mismatch, not ceiling.",
         "",
+        "## Field order, paired by seed",
+        "",
+        "Every row is evaluated on the same seeds, so the canonical and reversed rows pair up: "
+        "seeds solved under one order only are the evidence for an order effect (exact McNemar "
+        "test: each such seed is a fair coin if order does not matter).",
+        "",
+        "| model | canonical | reversed | solved under canonical only | under reversed only | p |",
+        "|---|---|---|---|---|---|",
+        *paired_rows(tables),
+        "",
         "## Training runs",
         "",
         "Balanced subset of the space "
@@ -267,20 +294,22 @@ def report(tables, runs, subset, recovery, budget: Budget, args, minutes: float,
         + ", ".join(f"`{h.id}`" for h in subset)
         + ". `within`: a GRPO group is one seed under one harness; `cross`: one seed under all four.",
         "",
+        "Sampled success: the share of the training episodes (sampled at temperature 1) that "
+        "succeeded, at the first step, the last step and over all steps.",
+        "",
         "| run | seconds | seconds per step | env share of step time | sampled success, first step"
-        " | sampled success, last step |",
-        "|---|---|---|---|---|---|",
+        " | last step | all steps |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, run in runs.items():
         t = run.timings
         hist = run.history
         share = t["env_seconds"] / t["train_seconds"] if t["train_seconds"] else 0.0
         key = "rewards/episode_return/mean"  # success of the sampled training episodes
-        first = hist[0].get(key, float("nan")) if hist else float("nan")
-        last = hist[-1].get(key, float("nan")) if hist else float("nan")
+        values = [h.get(key, float("nan")) for h in hist] or [float("nan")]
         lines.append(
             f"| {name} | {t['train_seconds']:.0f} | {t['train_seconds'] / max(1, len(hist)):.1f} | "
-            f"{100 * share:.2f}% | {first:.3f} | {last:.3f} |"
+            f"{100 * share:.3f}% | {values[0]:.2f} | {values[-1]:.2f} | {sum(values) / len(values):.2f} |"
         )
     lines += [
         "",
@@ -307,9 +336,10 @@ def report(tables, runs, subset, recovery, budget: Budget, args, minutes: float,
         "whose untrained success is near zero and varies by presentation before any training (the "
         "untrained column), a few GRPO steps on CPU rather than a full post-training run, and one "
         "task of the package's own suite with 16 evaluation seeds, so only differences larger "
-        "than the intervals mean anything. A drop under reversed order after training that the "
-        "untrained column does not show is the published effect; equal columns mean the run did "
-        "not train long enough to learn the harness (use `--long`).",
+        "than the intervals mean anything. The published effect would show here as a trained "
+        "model whose seeds are solved under canonical order only (the paired table, with a small "
+        "p) while the untrained model's are not; equal columns mean the run did not train long "
+        "enough to learn the harness (use `--long`).",
     ]
     status = "" if done else " (unfinished: the tables hold what was measured so far)"
     lines += ["", f"Run time: {minutes:.1f} minutes{status}.", ""]

@@ -14,7 +14,7 @@ from harness_gym.analysis.preferences import (
     recover_preferences,
     soft_optimal_log_probs,
 )
-from harness_gym.analysis.stats import mean_ci, wilson
+from harness_gym.analysis.stats import mcnemar_exact, mean_ci, wilson
 
 
 @pytest.mark.parametrize("budget", [1, 2, 3, 4, 5])
@@ -165,3 +165,20 @@ def test_the_checker_agrees_with_the_ceiling_on_inexpressible_actions() -> None:
         assert ceiling("EnterText", harness, range(3)).mean == expected
     report = check_harness(Harness(tool_style="command", max_action_chars=16), "EnterText", seeds=range(3))
     assert report.ok and "inexpressible" not in report.checks and report.checks["oracle"] == 3
+
+
+def test_mcnemar_exact_is_a_sign_test_on_discordant_pairs() -> None:
+    assert mcnemar_exact(0, 0) == 1.0  # no discordant pair: no evidence
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)  # 2 * (1/2)^5
+    assert mcnemar_exact(0, 5) == mcnemar_exact(5, 0)
+    assert mcnemar_exact(6, 1) == pytest.approx(2 * (1 + 7) / 128)
+    # Simulated pairs where the two conditions are the same coin: p >= 0.05 about 95% of the time.
+    rng = np.random.default_rng(0)
+    rejections = 0
+    for _ in range(400):
+        first, second = rng.random(30) < 0.4, rng.random(30) < 0.4
+        rejections += mcnemar_exact(int((first & ~second).sum()), int((second & ~first).sum())) < 0.05
+    assert rejections / 400 <= 0.07
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2)

@@ -38,3 +38,18 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95, seed: int = 0) ->
     boot = x[rng.integers(0, x.size, size=(2000, x.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
     return (mean, float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha)))
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Two-sided exact McNemar p-value for paired successes (a sign test on discordant pairs).
+
+    ``only_first``: pairs where the first condition succeeded and the second failed;
+    ``only_second``: the reverse. Under "no difference" each discordant pair is a fair coin.
+    """
+    if only_first < 0 or only_second < 0:
+        raise ValueError("discordant counts must be >= 0")
+    n = only_first + only_second
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1)) / 2**n
+    return min(1.0, 2 * tail)
