@@ -64,6 +64,17 @@ def test_bad_grouping_is_refused(harnesses: list, grouping: str, group_size: int
         build_rows("ClickButton", harnesses, [0, 1], grouping, group_size)
 
 
+def test_micro_batches_must_split_a_step_evenly() -> None:
+    from harness_gym.train.grpo_lm import GRPOLMConfig, TrainingSetupError
+
+    with pytest.raises(TrainingSetupError, match="micro_batch_size 3 must divide the 8 episodes"):
+        GRPOLMConfig("ClickButton", [H1], [0, 1], group_size=4, groups_per_step=2, micro_batch_size=3)
+    whole = GRPOLMConfig("ClickButton", [H1], [0, 1], group_size=4, micro_batch_size=16)
+    assert whole.micro_batch == 4  # never more than a step holds
+    split = GRPOLMConfig("ClickButton", [H1], [0, 1], group_size=8, micro_batch_size=2)
+    assert (split.step_episodes, split.micro_batch) == (8, 2)
+
+
 # -- the CLI refuses bad arguments before importing torch ----------------------------------------
 
 
@@ -75,6 +86,7 @@ def test_bad_grouping_is_refused(harnesses: list, grouping: str, group_size: int
         (["--temperature", "0"], "--temperature must be > 0"),
         (["--subset", "balanced:1"], "--subset needs --space"),
         (["--lora-r", "-1"], "--lora-r"),
+        (["--group-size", "4", "--micro-batch", "3"], "--micro-batch 3 must divide the 4 episodes"),
     ],
 )
 def test_grpo_lm_cli_rejects_bad_arguments(tmp_path: Path, extra: list[str], message: str) -> None:
@@ -311,6 +323,29 @@ def test_training_is_reproducible_with_a_fixed_seed(trained_twice) -> None:  # n
     a, b = _weights(first.path), _weights(second.path)
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     assert [h["reward"] for h in first.history] == [h["reward"] for h in second.history]
+
+
+@pytest.mark.llm
+def test_micro_batches_train_the_same_step(tmp_path: Path) -> None:
+    """A step's four episodes in two micro-batches of 2 (gradients accumulated, the loss
+    normalised over the whole step) play the same episodes and move the weights the same way
+    as one pass of 4."""
+    import torch
+
+    from harness_gym.llm.embedded import embedded_model_path
+    from harness_gym.train.grpo_lm import train_grpo_lm
+
+    whole = train_grpo_lm(_config(steps=1, micro_batch_size=4), tmp_path / "whole", progress=False)
+    split = train_grpo_lm(_config(steps=1, micro_batch_size=2), tmp_path / "split", progress=False)
+    assert whole.history[0]["reward"] == split.history[0]["reward"]
+    assert whole.history[0]["reward_std"] == split.history[0]["reward_std"]
+    assert whole.history[0]["loss"] == pytest.approx(split.history[0]["loss"], rel=1e-3, abs=1e-6)
+    before = _weights(Path(embedded_model_path()))
+    a, b = _weights(whole.path), _weights(split.path)
+    da = torch.cat([(a[k] - before[k]).flatten() for k in sorted(a)])
+    db = torch.cat([(b[k] - before[k]).flatten() for k in sorted(b)])
+    assert da.abs().max() > 0
+    assert torch.nn.functional.cosine_similarity(da, db, dim=0) > 0.999
 
 
 @pytest.mark.llm

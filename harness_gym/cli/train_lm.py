@@ -32,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--subset", default=None, help="which harnesses of --space (default: balanced)")
     group.add_argument("--group-size", type=positive_int, default=4, help="completions per GRPO group")
     group.add_argument("--groups-per-step", type=positive_int, default=1, help="groups per optimizer step")
+    group.add_argument(
+        "--micro-batch",
+        type=positive_int,
+        default=4,
+        help="episodes per forward/backward pass (gradients accumulate over a step; lower it if memory "
+        "runs out)",
+    )
     group.add_argument("--train-seeds", type=positive_int, default=64, help="distinct training seeds")
     group.add_argument("--train-seed-start", type=int, default=TRAIN_SEED_START, help="first training seed")
     group.add_argument("--learning-rate", type=float, default=5e-6)
@@ -54,6 +61,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
     if args.lora_r < 0 or args.beta < 0 or args.learning_rate <= 0:
         raise CommandError("--lora-r and --beta must be >= 0 and --learning-rate > 0")
+    step_episodes = args.group_size * args.groups_per_step
+    if step_episodes % min(args.micro_batch, step_episodes):
+        raise CommandError(
+            f"--micro-batch {args.micro_batch} must divide the {step_episodes} episodes of a step "
+            "(--group-size x --groups-per-step)"
+        )
     probe = make_env(env_id, args.harness)
     task = probe.unwrapped.task.task_id
     harnesses = [probe.unwrapped.harness]
@@ -83,6 +96,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             grouping=args.grouping,
             group_size=args.group_size,
             groups_per_step=args.groups_per_step,
+            micro_batch_size=args.micro_batch,
             steps=args.steps,
             learning_rate=args.learning_rate,
             beta=args.beta,

@@ -50,6 +50,10 @@ class GRPOLMConfig:
         group_size: completions per group (TRL's ``num_generations``).
         groups_per_step: groups in one optimizer step.
         steps: optimizer steps.
+        micro_batch_size: episodes per forward/backward pass. A step's episodes are split into
+            micro-batches whose gradients accumulate (TRL's loss is normalised over the whole
+            step's tokens, so the step is the same); activations of long multi-turn episodes
+            are what fills memory (a group of 8 in one pass needs over 24 GB on CPU).
         learning_rate: AdamW learning rate.
         beta: KL coefficient against the initial model (0 skips the reference model).
         lora_r: LoRA rank (0: train every weight).
@@ -67,6 +71,7 @@ class GRPOLMConfig:
     group_size: int = 4
     groups_per_step: int = 1
     steps: int = 10
+    micro_batch_size: int = 4
     learning_rate: float = 5e-6
     beta: float = 0.0
     lora_r: int = 0
@@ -79,14 +84,29 @@ class GRPOLMConfig:
     def __post_init__(self) -> None:
         if self.grouping not in GROUPINGS:
             raise TrainingSetupError(f"grouping must be one of {GROUPINGS}, got {self.grouping!r}")
-        for name in ("group_size", "groups_per_step", "steps", "threads"):
+        for name in ("group_size", "groups_per_step", "steps", "micro_batch_size", "threads"):
             if int(getattr(self, name)) < 1:
                 raise TrainingSetupError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.group_size < 2:
             raise TrainingSetupError("group_size must be at least 2: GRPO compares completions of a group")
+        if self.step_episodes % self.micro_batch != 0:
+            raise TrainingSetupError(
+                f"micro_batch_size {self.micro_batch_size} must divide the {self.step_episodes} episodes "
+                f"of a step (group_size x groups_per_step)"
+            )
         if self.beta < 0 or self.learning_rate <= 0:
             raise TrainingSetupError("beta must be >= 0 and learning_rate > 0")
         reward_functions(tuple(self.rewards))
+
+    @property
+    def step_episodes(self) -> int:
+        """Episodes played (and trained on) per optimizer step."""
+        return int(self.group_size) * int(self.groups_per_step)
+
+    @property
+    def micro_batch(self) -> int:
+        """Episodes per forward/backward pass (never more than a step holds)."""
+        return min(int(self.micro_batch_size), self.step_episodes)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -189,7 +209,11 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True) 
     funcs, weights = reward_functions(tuple(config.rewards))
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
-        per_device_train_batch_size=config.group_size * config.groups_per_step,
+        # One generation batch (every episode of a step) per optimizer step, trained on in
+        # micro-batches: TRL generates per_device_train_batch_size x steps_per_generation
+        # completions, and steps_per_generation defaults to gradient_accumulation_steps.
+        per_device_train_batch_size=config.micro_batch,
+        gradient_accumulation_steps=config.step_episodes // config.micro_batch,
         num_generations=config.group_size,
         max_steps=config.steps,
         learning_rate=config.learning_rate,
