@@ -98,22 +98,20 @@ class TransformersBackend:
                     out[i] = completion
         return [c for c in out if c is not None]
 
-    def _encode(self, prompts: list[str]) -> dict[str, Any]:
-        """Inputs for ``generate``: padded ids, their mask, and the shared prefix's cache.
+    def _encode(self, rows: list[list[int]]) -> dict[str, Any]:
+        """Inputs for ``generate`` from prompt token ids: padded ids, their mask, and the
+        shared prefix's cache.
 
-        Rows are laid out as ``shared prefix | padding | own suffix``; the mask hides the
-        padding and the position ids ``generate`` derives from it count only real tokens, so
-        each row is computed as if it stood alone.
+        Rows are laid out as ``shared prefix | padding | own suffix`` (no shared prefix: plain
+        left padding); the mask hides the padding and the position ids ``generate`` derives
+        from it count only real tokens, so each row is computed as if it stood alone.
         """
         torch = self._torch
-        rows = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         shared = _shared_length(rows) if self.share_prefix and len(rows) > 1 else 0
         shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps a token to feed
-        self.last_shared_tokens = shared if shared >= MIN_SHARED_PREFIX else 0
         if shared < MIN_SHARED_PREFIX:
-            return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(
-                self.device
-            )
+            shared = 0
+        self.last_shared_tokens = shared
         pad = self.tokenizer.pad_token_id
         width = max(len(r) for r in rows) - shared
         ids, mask = [], []
@@ -121,6 +119,12 @@ class TransformersBackend:
             gap = width - (len(row) - shared)
             ids.append(row[:shared] + [pad] * gap + row[shared:])
             mask.append([1] * shared + [0] * gap + [1] * (len(row) - shared))
+        inputs = {
+            "input_ids": torch.tensor(ids, device=self.device),
+            "attention_mask": torch.tensor(mask, device=self.device),
+        }
+        if not shared:
+            return inputs
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.model.config)
@@ -129,17 +133,15 @@ class TransformersBackend:
                 input_ids=torch.tensor([rows[0][:shared]], device=self.device), **{self._cache_arg: cache}
             )
         cache.batch_repeat_interleave(len(rows))
-        return {
-            "input_ids": torch.tensor(ids, device=self.device),
-            "attention_mask": torch.tensor(mask, device=self.device),
-            self._cache_arg: cache,
-        }
+        return {**inputs, self._cache_arg: cache}
 
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         torch = self._torch
         start = time.perf_counter()
-        prompts = [self.prompt_text(r) for r in requests]
-        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+        token_rows = [
+            self.tokenizer(self.prompt_text(r), add_special_tokens=False)["input_ids"] for r in requests
+        ]
+        lengths = [len(row) for row in token_rows]
         results: list[Completion | None] = [None] * len(requests)
         fit = []
         for i, n in enumerate(lengths):
@@ -153,7 +155,7 @@ class TransformersBackend:
                 fit.append(i)
         if fit:
             s = requests[fit[0]].sampling
-            enc = self._encode([prompts[i] for i in fit])
+            enc = self._encode([token_rows[i] for i in fit])
             room = min(s.max_tokens, self.max_model_len - max(lengths[i] for i in fit))
             kwargs: dict[str, Any] = {
                 "max_new_tokens": max(1, room),
