@@ -144,15 +144,16 @@ def _xml_truth(change: str) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(NULLS))
 def test_null_search_false_significance_rate_slow(tmp_path: Path, kind: str) -> None:
-    """Over 60 searches per null, at most 5% call anything significant (3 of 60)."""
+    """Over 120 searches per null, at most 5% call anything significant (6 of 120; measured on
+    the cell coin: 8 of 260 searches, 3.1%)."""
     calls = covered = total = 0
-    for salt in range(60):
+    for salt in range(120):
         result = _run(tmp_path, NULLS[kind](salt), salt, TASKS, 20)
         calls += _false_calls(result)
         for t, lo, hi in _intervals(result, lambda c: 0.5):
             covered += lo - 1e-9 <= t <= hi + 1e-9
             total += 1
-    assert calls <= 3, f"{calls}/60 searches of a null agent called something significant"
+    assert calls <= 6, f"{calls}/120 searches of a null agent called something significant"
     assert covered / total >= 0.90, (covered, total)
 
 

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_gym.analysis.extremes import pretty as worst_pretty
+from harness_gym.analysis.extremes import worst_harness
+
 PLOTS = (
     "success_heatmap.png",
     "marginal_effects.png",
@@ -129,52 +132,6 @@ def variance_decomposition(rows: Any, value: str = "success", model: Any = None)
                 }
             )
     return pd.DataFrame.from_records(records, columns=["agent", "component", "sum_sq", "share"])
-
-
-def worst_harness(rows: Any) -> Any:
-    """Per agent and task: the worst harness (lowest success, then return), the mean over
-    harnesses, and the best harness."""
-    import pandas as pd
-
-    ok = _ok(rows)
-    records = []
-    per = (
-        ok.groupby(["agent", "task_id", "harness_name", "harness_id"], sort=False)
-        .agg(success=("success", "mean"), ret=("episode_return", "mean"), n=("success", "size"))
-        .reset_index()
-    )
-    for (agent, task), g in per.groupby(["agent", "task_id"], sort=False):
-        ordered = g.sort_values(["success", "ret", "harness_name"], kind="stable")
-        worst, best = ordered.iloc[0], ordered.iloc[-1]
-        records.append(
-            {
-                "agent": agent,
-                "task_id": task,
-                "worst_harness": worst["harness_name"],
-                "worst_harness_id": worst["harness_id"],
-                "worst_success": worst["success"],
-                "mean_success": g["success"].mean(),
-                "best_harness": best["harness_name"],
-                "best_success": best["success"],
-                "spread": best["success"] - worst["success"],
-                "episodes_per_harness": int(worst["n"]),
-            }
-        )
-    return pd.DataFrame.from_records(
-        records,
-        columns=[
-            "agent",
-            "task_id",
-            "worst_harness",
-            "worst_harness_id",
-            "worst_success",
-            "mean_success",
-            "best_harness",
-            "best_success",
-            "spread",
-            "episodes_per_harness",
-        ],
-    )
 
 
 # -- plots -------------------------------------------------------------------------------------
@@ -552,11 +509,16 @@ def build_report(
             "Worst harness per task",
             [
                 "The harness with the lowest success rate for each task and agent, next to the mean and "
-                "the best; spread = best - worst (0: every harness did equally well, the names are ties)."
+                "the best. Success intervals are simultaneous over the task's harnesses (Wilson at level "
+                "1 - 0.05/K), so they still cover after picking the extreme. Best vs worst is an exact "
+                "McNemar test on the seeds both played (wins: best succeeded and worst failed), "
+                "Holm-adjusted over every pair of harnesses on every task of the agent (family-wise "
+                "error 5%); the names are shown only where the two differ after that adjustment, "
+                "otherwise the row is a tie and the names would rank noise."
             ],
             image="harness_spread.png",
             tables=[
-                ("", _pretty(worst.drop(columns=["worst_harness_id"]))),
+                ("", worst_pretty(worst)),
                 ("Harnesses", _harness_table(meta)),
             ],
         ),
