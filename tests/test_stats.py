@@ -146,3 +146,61 @@ def test_mcnemar_false_significance_on_sparse_nulls() -> None:
             for counts in rng.multinomial(60, cells, size=4000)
         )
         assert hits / 4000 <= 0.05
+
+
+# -- multi-agent paired effects ----------------------------------------------------------------
+
+
+def _rows(treated: list[float], control: list[float], metric: str = "success") -> list[dict]:
+    rows = []
+    for side, values in (("on", treated), ("off", control)):
+        for seed, v in enumerate(values):
+            rows.append(
+                {"task_id": "T", "seed": seed, "agent": "a", "policy": side, metric: v, "error": None}
+            )
+    return rows
+
+
+def test_paired_effect_on_success_is_exact() -> None:
+    from harness_gym.multiagent import paired_effect
+
+    e = paired_effect(_rows([1.0] + [0.0] * 59, [0.0] * 60), "policy", "on", "off", metric="success")
+    assert e.p_value == 1.0 and e.low < 0 < e.high and e.method.startswith("Newcombe")
+    tie = paired_effect(_rows([1.0] * 10, [1.0] * 10), "policy", "on", "off", metric="success")
+    assert tie.mean == 0 and tie.low < -0.1 and tie.high > 0.1  # a floor, not [0, 0]
+    clear = paired_effect(_rows([1.0] * 12, [0.0] * 12), "policy", "on", "off", metric="success")
+    assert clear.p_value == pytest.approx(2 / 2**12) and clear.low > 0.5
+
+
+def test_paired_effect_on_returns_uses_student_t_or_withholds() -> None:
+    from harness_gym.multiagent import paired_effect
+
+    e = paired_effect(_rows([1.5, 2.5, 2.0], [1.0, 1.0, 1.0], "r"), "policy", "on", "off", metric="r")
+    assert e.mean == pytest.approx(1.0) and e.stderr == pytest.approx(0.5 / 3**0.5)
+    assert (e.low, e.high) == pytest.approx((1.0 - 4.303 * e.stderr, 1.0 + 4.303 * e.stderr))
+    one = paired_effect(_rows([0.3], [0.1], "r"), "policy", "on", "off", metric="r")
+    assert one.low != one.low and one.method.startswith("none")  # NaN: no interval from one pair
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [3, 8, 40])
+def test_paired_effect_intervals_cover_slow(n: int) -> None:
+    from harness_gym.multiagent import paired_effect
+
+    rng = np.random.default_rng(n)
+    hits = {"success": 0, "r": 0}
+    for _ in range(1000):
+        base = rng.random(n) < 0.5
+        treated = np.where(rng.random(n) < 0.2, ~base, base)  # truth: 0.2 * (0.5 - 0.5) = 0
+        e = paired_effect(
+            _rows(treated.astype(float).tolist(), base.astype(float).tolist()),
+            "policy",
+            "on",
+            "off",
+            metric="success",
+        )
+        hits["success"] += e.low <= 0 <= e.high
+        r = rng.normal(0.3, 1.0, n)
+        e = paired_effect(_rows((r + 1).tolist(), [1.0] * n, "r"), "policy", "on", "off", metric="r")
+        hits["r"] += e.low <= 0.3 <= e.high
+    assert hits["success"] / 1000 >= 0.90 and hits["r"] / 1000 >= 0.93, hits

@@ -3,7 +3,17 @@
 Rows of :func:`~harness_gym.multiagent.sweep.run_multiagent_sweep` are paired by
 ``(task_id, seed, agent)``: the same agent on the same task instance under two conditions
 (two policies, or two levels of a channel factor). The effect is the mean of the paired
-differences, treatment minus control, with its standard error.
+differences, treatment minus control, with its standard error and a 95% interval:
+
+* a 0/1 metric (``success``): Newcombe's interval for the paired difference of proportions and
+  the exact McNemar p value (:func:`harness_gym.core.binomial.paired_binary`): never [0, 0]
+  for a tie, and one discordant pair is no evidence;
+* any other metric: Student's t interval on the paired differences (exact for normal
+  differences, close for others from about 10 pairs on; wide below) and no p value; with a
+  single pair, or differences that are all equal, no interval (NaN) is given.
+
+The pairs are taken as independent: when several agents act in one episode, pass ``agent=``
+to test one agent at a time (pooled agents of one episode share its instance).
 """
 
 from __future__ import annotations
@@ -13,14 +23,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness_gym.core.binomial import Z95, paired_binary
+
+#: Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (then the normal's).
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Effect:
-    """Mean paired difference (treatment - control), its standard error and the pair count."""
+    """Mean paired difference (treatment - control), its standard error, the pair count, and a
+    95% interval (``low``, ``high``); ``p_value`` is the exact McNemar test for a 0/1 metric
+    (NaN otherwise); ``method`` names how the interval was made."""
 
     mean: float
     stderr: float
     pairs: int
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float = math.nan
+    method: str = ""
 
 
 def paired_effect(
@@ -62,4 +87,12 @@ def paired_effect(
     diffs = [sides[treatment][k] - sides[control][k] for k in keys]
     mean = sum(diffs) / len(diffs)
     var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) if len(diffs) > 1 else 0.0
-    return Effect(mean, math.sqrt(var / len(diffs)), len(diffs))
+    stderr = math.sqrt(var / len(diffs))
+    t, c = [sides[treatment][k] for k in keys], [sides[control][k] for k in keys]
+    if all(v in (0.0, 1.0) for v in (*t, *c)):
+        r = paired_binary([int(v) for v in t], [int(v) for v in c])
+        return Effect(mean, stderr, len(diffs), r.low, r.high, r.p_value, "Newcombe, exact McNemar")
+    if len(diffs) < 2 or stderr == 0:
+        return Effect(mean, stderr, len(diffs), method="none (too few pairs or no spread)")
+    q = _T975[len(diffs) - 2] if len(diffs) - 1 <= len(_T975) else Z95
+    return Effect(mean, stderr, len(diffs), mean - q * stderr, mean + q * stderr, method="Student t")
