@@ -204,3 +204,54 @@ def test_paired_effect_intervals_cover_slow(n: int) -> None:
         e = paired_effect(_rows((r + 1).tolist(), [1.0] * n, "r"), "policy", "on", "off", metric="r")
         hits["r"] += e.low <= 0.3 <= e.high
     assert hits["success"] / 1000 >= 0.90 and hits["r"] / 1000 >= 0.93, hits
+
+
+# -- means of clustered episodes (the mismatch tables) -----------------------------------------
+
+
+def test_mean_ci_counts_instances_not_episodes_when_few() -> None:
+    from harness_gym.analysis.stats import mean_ci, wilson
+
+    values = [1.0] * 20 + [0.0] * 20  # 4 instances x 10 harnesses, each instance all-or-nothing
+    clusters = [s for s in range(4) for _ in range(10)]
+    mean, low, high = mean_ci(values, clusters=clusters)
+    assert mean == 0.5 and (low, high) == pytest.approx(wilson(2, 4))
+    assert mean_ci(values)[1] > low  # unclustered: 40 units, narrower
+    same = mean_ci([1.0] * 30, clusters=[s for s in range(3) for _ in range(10)])
+    assert same[1] == pytest.approx(wilson(3, 3)[0]) and same[1] < 0.6  # a floor from 3 instances
+    assert mean_ci([0.5] * 6)[1] < 0.5 < mean_ci([0.5] * 6)[2]  # bounded values: never [m, m]
+    unbounded = mean_ci([2.0, 2.0, 2.0])
+    assert unbounded[0] == 2.0 and unbounded[1] != unbounded[1]  # no interval, not [2, 2]
+    t = mean_ci([1.0, 2.0, 3.0])
+    assert (t[1], t[2]) == pytest.approx((2 - 4.303 / 3**0.5, 2 + 4.303 / 3**0.5))
+    with pytest.raises(ValueError, match="one label per value"):
+        mean_ci([1.0, 0.0], clusters=[0])
+
+
+def _pooled_coverage(rng: np.random.Generator, g: int, h: int, icc: float, p: float, reps: int) -> float:
+    from harness_gym.analysis.stats import mean_ci
+
+    clusters = np.repeat(np.arange(g), h)
+    hits = 0
+    for _ in range(reps):
+        shared = rng.random((g, h)) < icc  # this cell follows its instance's coin
+        x = np.where(shared, (rng.random(g) < p)[:, None], rng.random((g, h)) < p).astype(float)
+        _, low, high = mean_ci(x.ravel().tolist(), clusters=clusters.tolist())
+        hits += low <= p <= high
+    return hits / reps
+
+
+def test_pooled_intervals_cover_with_an_instance_coin_fast() -> None:
+    rng = np.random.default_rng(2)
+    for g in (3, 6):
+        assert _pooled_coverage(rng, g, 12, 1.0, 0.5, 200) >= 0.88  # every harness shares the coin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("g", [3, 6, 20, 40])
+@pytest.mark.parametrize("icc", [0.0, 0.3, 0.7, 1.0])
+@pytest.mark.parametrize("p", [0.5, 0.85])
+def test_pooled_intervals_cover_slow(g: int, icc: float, p: float) -> None:
+    """Instances x harnesses where a share ``icc`` of cells copies the instance's coin (1.0: one
+    coin per instance shared by every harness; 0.0: an independent coin per cell)."""
+    assert _pooled_coverage(np.random.default_rng(g), g, 20, icc, p, 1000) >= 0.90

@@ -6,9 +6,13 @@ Per group (by default agent x task x harness) over the episodes of a sweep:
 * ``deployed``: mean of the agent's returns;
 * ``mismatch``: mean of the paired per-seed differences ``ceiling - return``.
 
-Each comes with a 95% interval (:func:`~harness_gym.analysis.stats.mean_ci`: Wilson for 0/1
-values, a seeded bootstrap otherwise). ``deployed = ceiling - mismatch`` holds exactly for the
-means. Rows with an ``error`` (crashed cells) are left out and counted in ``errors``.
+Each comes with a 95% interval (:func:`~harness_gym.analysis.stats.mean_ci`): Wilson at the
+effective sample size for values in [0, 1], Student's t otherwise. The episodes of a group are
+clustered by task instance, (task, seed): every harness of a sweep plays the same instance, so
+a group that pools harnesses has as many independent units as instances, not episodes. Below
+20 instances the interval counts instances; from 20 on it estimates the design effect from
+the data. ``deployed = ceiling - mismatch`` holds exactly for the means. Rows with an ``error``
+(crashed cells) are left out and counted in ``errors``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ def mismatch_table(rows: Any, by: Sequence[str] = DEFAULT_BY) -> Any:
     returns = df["episode_return"].astype(float).to_numpy()
     ceilings = df["ceiling"].astype(float).to_numpy()
     success = df["success"].astype(float).to_numpy()
+    instance = [repr(k) for k in zip(df["task_id"], df["seed"])] if "seed" in df else list(range(len(df)))
     records = []
     for key, positions in df.groupby(by, sort=False, dropna=False).indices.items():
         key = key if isinstance(key, tuple) else (key,)
@@ -55,10 +60,11 @@ def mismatch_table(rows: Any, by: Sequence[str] = DEFAULT_BY) -> Any:
         record["n"] = len(ok)
         record["errors"] = len(positions) - len(ok)
         has_ceiling = len(ok) > 0 and not np.isnan(ceilings[ok]).any()
-        record.update(_ci("ceiling", ceilings[ok] if has_ceiling else []))
-        record.update(_ci("deployed", returns[ok]))
-        record.update(_ci("mismatch", (ceilings[ok] - returns[ok]) if has_ceiling else []))
-        record.update(_ci("success", success[ok]))
+        units = [instance[i] for i in ok]
+        record.update(_ci("ceiling", ceilings[ok] if has_ceiling else [], units))
+        record.update(_ci("deployed", returns[ok], units))
+        record.update(_ci("mismatch", (ceilings[ok] - returns[ok]) if has_ceiling else [], units))
+        record.update(_ci("success", success[ok], units))
         records.append(record)
     return pd.DataFrame.from_records(records, columns=[*by, *COLUMNS])
 
@@ -70,8 +76,9 @@ COLUMNS = [
 ]
 
 
-def _ci(name: str, values: Any) -> dict[str, float]:
-    mean, low, high = mean_ci(list(values))
+def _ci(name: str, values: Any, clusters: Sequence[str]) -> dict[str, float]:
+    values = list(values)
+    mean, low, high = mean_ci(values, clusters=clusters if values else None)
     return {name: mean, f"{name}_low": low, f"{name}_high": high}
 
 
@@ -88,9 +95,11 @@ def _frame(rows: Any) -> Any:
 
 
 def format_interval(mean: float, low: float, high: float, digits: int = 2) -> str:
-    """``0.62 [0.41, 0.79]`` (``-`` for NaN)."""
+    """``0.62 [0.41, 0.79]`` (``-`` for NaN; the mean alone when no interval was made)."""
     if mean != mean:  # NaN
         return "-"
+    if low != low or high != high:
+        return f"{mean:.{digits}f} [no interval: too few instances]"
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 

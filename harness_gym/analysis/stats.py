@@ -3,22 +3,25 @@
 Rates get Wilson intervals; paired 0/1 comparisons get the exact McNemar test and a Newcombe
 interval (:func:`paired_binary`); families of tests get Holm (family-wise error) or
 Benjamini-Hochberg (false discovery rate) adjusted p values. The 0/1 methods are defined in
-:mod:`harness_gym.core.binomial` (usable from every layer) and re-exported here.
+:mod:`harness_gym.core.intervals` (usable from every layer) and re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
-from harness_gym.core.binomial import (
+from harness_gym.core.intervals import (
     Z95,
     PairedBinary,
     mcnemar_exact,
     paired_binary,
     paired_binary_counts,
+    t975,
     wilson,
 )
 
@@ -31,25 +34,70 @@ __all__ = [
     "mean_ci",
     "paired_binary",
     "paired_binary_counts",
+    "t975",
     "wilson",
 ]
 
 
-def mean_ci(values: Sequence[float], confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """Mean and interval: Wilson for 0/1 values, a seeded percentile bootstrap otherwise."""
+#: From this many clusters on, :func:`mean_ci` estimates the design effect from the data;
+#: below, it counts clusters as the sample size (measured: the estimate then undercovers).
+MIN_CLUSTERS_FOR_DESIGN_EFFECT = 20
+
+
+def mean_ci(
+    values: Sequence[float], confidence: float = 0.95, clusters: Sequence[Any] | None = None
+) -> tuple[float, float, float]:
+    """Mean and interval of ``values``, honest for small samples.
+
+    Values in [0, 1] (success, bounded returns): the Wilson score interval at an effective
+    sample size. A [0, 1] variable's variance is at most mean * (1 - mean), so Wilson is valid
+    (conservative for values strictly inside) and keeps a floor when every value is equal.
+    Without ``clusters`` the size is the number of values. With ``clusters`` (a label per
+    value, e.g. the (task, seed) instance that several harnesses played) it is the number of
+    clusters when there are fewer than :data:`MIN_CLUSTERS_FOR_DESIGN_EFFECT` or nothing
+    varies, else mean * (1 - mean) over the cluster-robust variance of the mean, between the
+    number of clusters and the number of values.
+
+    Other values: Student's t on the (cluster) means; no interval (NaN bounds) from fewer than
+    two units or when every unit is equal.
+    """
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (math.nan, math.nan, math.nan)
+    if clusters is not None and len(clusters) != x.size:
+        raise ValueError(f"clusters needs one label per value: {len(clusters)} labels, {x.size} values")
     mean = float(x.mean())
-    if np.isin(x, (0.0, 1.0)).all() and confidence == 0.95:
-        low, high = wilson(float(x.sum()), int(x.size))
+    labels = (
+        np.unique(np.asarray([repr(c) for c in clusters]), return_inverse=True)[1]
+        if clusters is not None
+        else None
+    )
+    if ((x >= 0.0) & (x <= 1.0)).all():
+        n_eff = float(x.size)
+        if labels is not None:
+            n_eff = _effective_size(x, labels, mean)
+        z = Z95 if confidence == 0.95 else float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        low, high = wilson(mean * n_eff, n_eff, z)
         return (mean, low, high)
-    if x.size == 1 or np.all(x == x[0]):
-        return (mean, mean, mean)
-    rng = np.random.default_rng(seed)
-    boot = x[rng.integers(0, x.size, size=(2000, x.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    return (mean, float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha)))
+    units = x if labels is None else np.bincount(labels, weights=x) / np.bincount(labels)
+    if units.size < 2 or np.all(units == units[0]):
+        return (mean, math.nan, math.nan)
+    if confidence != 0.95:
+        raise ValueError("intervals of values outside [0, 1] are only made at 95%")
+    half = t975(units.size - 1) * float(units.std(ddof=1)) / math.sqrt(units.size)
+    return (mean, mean - half, mean + half)
+
+
+def _effective_size(x: np.ndarray, labels: np.ndarray, mean: float) -> float:
+    sums, sizes = np.bincount(labels, weights=x), np.bincount(labels)
+    g, n = sizes.size, x.size
+    if g < MIN_CLUSTERS_FOR_DESIGN_EFFECT:
+        return float(g)
+    var_mean = float(((sums - mean * sizes) ** 2).sum()) / n**2 * g / (g - 1)
+    bound = mean * (1 - mean)
+    if var_mean <= 0 or bound <= 0:
+        return float(g)
+    return float(min(n, max(g, bound / var_mean)))
 
 
 def _check_p(p_values: Sequence[float]) -> list[float]:

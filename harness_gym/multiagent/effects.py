@@ -6,7 +6,7 @@ Rows of :func:`~harness_gym.multiagent.sweep.run_multiagent_sweep` are paired by
 differences, treatment minus control, with its standard error and a 95% interval:
 
 * a 0/1 metric (``success``): Newcombe's interval for the paired difference of proportions and
-  the exact McNemar p value (:func:`harness_gym.core.binomial.paired_binary`): never [0, 0]
+  the exact McNemar p value (:func:`harness_gym.core.intervals.paired_binary`): never [0, 0]
   for a tie, and one discordant pair is no evidence;
 * any other metric: Student's t interval on the paired differences (exact for normal
   differences, close for others from about 10 pairs on; wide below) and no p value; with a
@@ -23,14 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.binomial import Z95, paired_binary
-
-#: Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (then the normal's).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
+from harness_gym.core.intervals import paired_binary, t975
 
 
 @dataclass(frozen=True)
@@ -94,5 +87,5 @@ def paired_effect(
         return Effect(mean, stderr, len(diffs), r.low, r.high, r.p_value, "Newcombe, exact McNemar")
     if len(diffs) < 2 or stderr == 0:
         return Effect(mean, stderr, len(diffs), method="none (too few pairs or no spread)")
-    q = _T975[len(diffs) - 2] if len(diffs) - 1 <= len(_T975) else Z95
+    q = t975(len(diffs) - 1)
     return Effect(mean, stderr, len(diffs), mean - q * stderr, mean + q * stderr, method="Student t")

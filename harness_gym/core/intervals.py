@@ -1,5 +1,5 @@
-"""Exact and score methods for 0/1 outcomes: Wilson intervals, the exact McNemar test and
-Newcombe's interval for a paired difference of proportions.
+"""Small-sample intervals and exact tests: Wilson intervals, the exact McNemar test,
+Newcombe's interval for a paired difference of proportions, Student's t quantiles.
 
 Pure Python, no dependency: it sits in the core so that every layer (multi-agent effects as
 well as the analysis modules) uses the same definitions; :mod:`harness_gym.analysis.stats`
@@ -15,8 +15,25 @@ from statistics import NormalDist
 
 Z95 = 1.959963984540054
 
+#: Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
 
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+
+def t975(df: int) -> float:
+    """Student's t quantile of a two-sided 95% interval with ``df`` degrees of freedom (exact to
+    3 decimals up to 30; beyond, the value at the start of each range: never too small)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    return _T975[-1] if df <= 60 else 2.000 if df <= 120 else 1.980
+
+
+def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (good at 0% and 100%)."""
     if n == 0:
         return (0.0, 1.0)
