@@ -452,7 +452,12 @@ def build_report(
     sections = [
         Section(
             "Overall",
-            [summary, "Means with 95% intervals (Wilson for success rates, bootstrap otherwise)."],
+            [
+                summary,
+                "Means with 95% intervals: Wilson for values in [0, 1] at the number of task instances "
+                "(task, seed) when the row pools harnesses (they share instances), Student t otherwise; "
+                "see docs/sweeps-and-reports.md.",
+            ],
             tables=[("", _pretty(side_by_side(by_agent)))],
         ),
         Section(
