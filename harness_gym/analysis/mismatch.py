@@ -99,7 +99,7 @@ def format_interval(mean: float, low: float, high: float, digits: int = 2) -> st
     if mean != mean:  # NaN
         return "-"
     if low != low or high != high:
-        return f"{mean:.{digits}f} [no interval: too few instances]"
+        return f"{mean:.{digits}f} [no interval: needs 2+ task instances that differ]"
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 

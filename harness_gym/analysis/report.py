@@ -337,6 +337,11 @@ def plot_harness_spread(worst: Any, agents: Sequence[str], path: Path) -> Path:
         bars = ax.bar(
             xs, np.nan_to_num(hi - lo), width * 0.9, bottom=np.nan_to_num(lo), alpha=0.6, label=agent
         )
+        if "different" in w:  # a spread that is noise after Holm is drawn faint and hatched
+            for bar, differ in zip(bars.patches, w["different"].fillna(False)):
+                if not differ:
+                    bar.set_alpha(0.2)
+                    bar.set_hatch("//")
         ax.plot(
             xs,
             w["mean_success"].to_numpy(dtype=float),
@@ -349,7 +354,10 @@ def plot_harness_spread(worst: Any, agents: Sequence[str], path: Path) -> Path:
     ax.set_xticks(x, tasks, rotation=45, ha="right", fontsize=7)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("success rate")
-    ax.set_title("per task: worst to best harness (bar) and the mean over harnesses (dot)", fontsize=9)
+    ax.set_title(
+        "per task: worst to best harness (bar; faint: not significant after Holm) and the mean (dot)",
+        fontsize=9,
+    )
     fig.legend(fontsize=7, loc="outside lower center", ncol=min(4, len(agents)), frameon=False)
     return _save(fig, path)
 

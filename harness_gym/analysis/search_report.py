@@ -10,6 +10,7 @@ and split); and the replay of the acceptance rule on test seeds.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,16 @@ def _interval(m: float, lo: float, hi: float, signed: bool = False) -> str:
     return f"{f.format(m)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def _column(table: Any, name: str) -> list[Any]:
+    """A column, or NaN for each row of a folder written before the column existed."""
+    return list(table[name]) if name in table else [math.nan] * len(table)
+
+
+def _wins(table: Any, prefix: str) -> list[str]:
+    wins, losses = _column(table, f"{prefix}_wins"), _column(table, f"{prefix}_losses")
+    return ["-" if w != w else f"{int(w)} / {int(lo)}" for w, lo in zip(wins, losses)]
+
+
 def _p(v: float) -> str:
     return "-" if v != v else ("< 0.001" if v < 0.001 else f"{v:.3f}")
 
@@ -131,8 +142,8 @@ def _final(final: Any) -> Any:
                 _interval(*v, signed=True)
                 for v in zip(final.vs_default, final.vs_default_low, final.vs_default_high)
             ],
-            "wins / losses": [f"{w} / {lo}" for w, lo in zip(final.vs_default_wins, final.vs_default_losses)],
-            "Holm p": [_p(v) for v in final["vs_default_p_holm"]],
+            "wins / losses": _wins(final, "vs_default"),
+            "Holm p": [_p(v) for v in _column(final, "vs_default_p_holm")],
             "ceiling": [_num(v, 2) for v in final["ceiling"]],
             "mismatch": [_num(v, 2) for v in final["mismatch"]],
             "ceiling-limited": ["yes" if v else "no" for v in final["ceiling_limited"]],
@@ -164,8 +175,8 @@ def _improvements(imp: Any) -> Any:
             "test difference": [
                 _interval(*v, signed=True) for v in zip(imp.test_difference, imp.test_low, imp.test_high)
             ],
-            "wins / losses": [f"{w} / {lo}" for w, lo in zip(imp.test_wins, imp.test_losses)],
-            "Holm p": [_p(v) for v in imp["test_p_holm"]],
+            "wins / losses": _wins(imp, "test"),
+            "Holm p": [_p(v) for v in _column(imp, "test_p_holm")],
             "rule accepts on test": ["yes" if v else "no" for v in imp["accepted_on_test"]],
             "significant on test": ["yes" if v else "no" for v in imp["significant_on_test"]],
         }
