@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness_gym.analysis.extremes import pretty, simultaneous_z, worst_harness
+from harness_gym.analysis.extremes import pretty, simultaneous_z, spread_test, worst_harness
 from harness_gym.analysis.stats import Z95
 
 
@@ -78,6 +78,19 @@ def test_one_harness_has_no_comparison_and_crashes_are_left_out() -> None:
     assert table.loc[0, "harnesses"] == 1 and not table.loc[0, "different"]
     assert table.loc[0, "episodes_per_harness"] == 9
     assert table.loc[0, "p_holm"] != table.loc[0, "p_holm"]  # NaN: nothing to compare
+
+
+def test_spread_test_known_answers() -> None:
+    # 2 harnesses, 3 instances, each instance 1 success: the full spread needs every instance to
+    # give its success to the same harness, 2 of 8 equally likely shuffles.
+    spread, p = spread_test([[1, 1, 1], [0, 0, 0]], draws=4000, seed=1)
+    assert spread == 1.0 and p == pytest.approx(0.25, abs=0.03)
+    assert spread_test([[1, 0], [1, 0], [1, 0]]) == (0.0, 1.0)  # identical outcomes
+    assert spread_test([[1, 0]]) == (0.0, 1.0)  # one harness: nothing to compare
+    # A harness that did not play an instance keeps its absence under every shuffle.
+    nan = float("nan")
+    spread, p = spread_test([[1, 1, nan], [0, 0, 1]], draws=4000, seed=2)
+    assert spread == pytest.approx(1 - 1 / 3) and 0.2 < p <= 1
 
 
 def test_simultaneous_intervals_widen_with_the_number_of_harnesses() -> None:

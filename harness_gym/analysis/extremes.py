@@ -6,11 +6,15 @@ harness affects, K harnesses on 10 seeds spread from about 0.1 to 0.9. So each r
 * the worst and best harness's success rate with a *simultaneous* 95% Wilson interval (the
   Bonferroni level 1 - 0.05 / K over the task's K harnesses), so the interval of the selected
   extreme still covers its true rate;
-* the paired comparison best vs worst on the seeds both played: wins (best succeeded, worst
-  failed), losses, the exact McNemar p value, and that p value Holm-adjusted over **every
-  pair of harnesses on every task of that agent** (family-wise error at 5%): ``different``
-  says whether the best beats the worst after that adjustment. The extreme pair is one of the
-  family, so picking it does not inflate the error.
+* a test of "the spread best - worst is noise": a permutation test that shuffles the outcomes
+  among the harnesses *within each task instance* (task, seed) and recomputes the spread of
+  the extremes (:func:`spread_test`). It is exact under the null that the harnesses are
+  interchangeable on every instance (an independent coin per cell, one coin per instance, or
+  rare symmetric disagreements all qualify), pairs harnesses by instance, and already accounts
+  for picking the extremes of K. Its p values are Holm-adjusted over the tasks of the agent
+  (family-wise error 5%); ``different`` says whether the spread survives that;
+* the paired counts of best vs worst on the seeds both played: wins (best succeeded, worst
+  failed) and losses.
 
 When nothing differs the names are ties (the table says so rather than ranking them).
 """
@@ -21,9 +25,11 @@ import math
 from statistics import NormalDist
 from typing import Any
 
-from harness_gym.analysis.stats import holm, mcnemar_exact, wilson
+from harness_gym.analysis.stats import holm, wilson
 
 ALPHA = 0.05
+#: Permutations per spread test (p values resolve to 1 / (DRAWS + 1)).
+DRAWS = 2000
 COLUMNS = [
     "agent",
     "task_id",
@@ -53,10 +59,45 @@ def simultaneous_z(k: int, confidence: float = 1 - ALPHA) -> float:
     return float(NormalDist().inv_cdf(1 - (1 - confidence) / (2 * max(1, k))))
 
 
-def worst_harness(rows: Any) -> Any:
+def spread_test(outcomes: Any, draws: int = DRAWS, seed: int = 0) -> tuple[float, float]:
+    """(spread, p): the range of the harnesses' success rates and its permutation p value.
+
+    ``outcomes``: a harness x instance array of 0/1 with NaN where a harness did not play an
+    instance. Each draw shuffles every instance's outcomes among the harnesses that played it
+    (so each harness keeps its number of episodes and each instance its number of successes)
+    and recomputes max - min of the rates; p = (1 + draws at least as spread) / (1 + draws).
+    """
+    import numpy as np
+
+    x = np.asarray(outcomes, dtype=float)
+    present = ~np.isnan(x)
+    counts = present.sum(axis=1)
+    keep = counts > 0
+    x, present, counts = x[keep], present[keep], counts[keep]
+    if len(x) < 2:
+        return (0.0, 1.0)
+    wins = np.where(present, x, 0.0)
+    rates = wins.sum(axis=1) / counts
+    observed = float(rates.max() - rates.min())
+    successes = wins.sum(axis=0)  # per instance
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < draws:
+        b = min(250, draws - done)
+        keys = rng.random((b, *x.shape))
+        keys[:, ~present] = np.inf  # absent cells sort last and get nothing
+        rank = keys.argsort(axis=1).argsort(axis=1)  # each cell's place within its instance
+        shuffled = (rank < successes[None, None, :]) & present[None]
+        r = shuffled.sum(axis=2) / counts[None, :]
+        hits += int((r.max(axis=1) - r.min(axis=1) >= observed - 1e-12).sum())
+        done += b
+    return (observed, (1 + hits) / (1 + draws))
+
+
+def worst_harness(rows: Any, draws: int = DRAWS) -> Any:
     """Per agent and task: worst and best harness (lowest / highest success, then return, then
-    name), simultaneous intervals, the mean over harnesses, and the Holm-adjusted exact paired
-    test of best against worst (see the module doc). Crashed rows are left out."""
+    name), simultaneous intervals, the mean over harnesses, the spread test Holm-adjusted over
+    the agent's tasks (see the module doc). Crashed rows are left out."""
     import pandas as pd
 
     ok = rows[rows["error"].isna()].copy()
@@ -64,63 +105,54 @@ def worst_harness(rows: Any) -> Any:
     ok["episode_return"] = ok["episode_return"].astype(float)
     records: list[dict[str, Any]] = []
     for agent, by_agent in ok.groupby("agent", sort=False):
-        family: list[float] = []  # every pair's p value, all tasks of this agent
-        picked: list[tuple[dict[str, Any], int]] = []
+        mine: list[dict[str, Any]] = []
         for task, g in by_agent.groupby("task_id", sort=False):
             per = (
                 g.groupby(["harness_name", "harness_id"], sort=False)
                 .agg(success=("success", "mean"), ret=("episode_return", "mean"), n=("success", "size"))
                 .reset_index()
             )
-            ordered = per.sort_values(["success", "ret", "harness_name"], kind="stable").reset_index(
-                drop=True
-            )
+            ordered = per.sort_values(["success", "ret", "harness_name"], kind="stable")
             worst, best = ordered.iloc[0], ordered.iloc[-1]
-            # Harness x seed outcomes (first row per cell), 0 where missing, with a presence mask.
+            # Harness x seed outcomes (the first row of a repeated cell), NaN where not played.
             wide = g.pivot_table(index="harness_id", columns="seed", values="success", aggfunc="first")
-            wide = wide.reindex(list(ordered["harness_id"]))
-            present = wide.notna().to_numpy(dtype=float)
-            wins = (wide.fillna(0).to_numpy() >= 0.5).astype(float) * present
-            only = wins @ ((1 - wins) * present).T  # only[i, j]: i succeeded, j failed
-            k = len(ordered)
-            pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-            b, w = k - 1, 0
-            at = len(family) + pairs.index((w, b)) if k > 1 else -1
-            family.extend(mcnemar_exact(int(only[i, j]), int(only[j, i])) for i, j in pairs)
+            w_row, b_row = wide.loc[worst["harness_id"]], wide.loc[best["harness_id"]]
+            both = w_row.notna() & b_row.notna()
+            _, p = spread_test(wide.to_numpy(), draws)
+            k = len(per)
             z = simultaneous_z(k)
             n_w, n_b = int(worst["n"]), int(best["n"])
             w_lo, w_hi = wilson(float(worst["success"]) * n_w, n_w, z)
             b_lo, b_hi = wilson(float(best["success"]) * n_b, n_b, z)
-            picked.append(
-                (
-                    {
-                        "agent": agent,
-                        "task_id": task,
-                        "worst_harness": worst["harness_name"],
-                        "worst_harness_id": worst["harness_id"],
-                        "worst_success": float(worst["success"]),
-                        "worst_low": w_lo,
-                        "worst_high": w_hi,
-                        "mean_success": float(per["success"].mean()),
-                        "best_harness": best["harness_name"],
-                        "best_success": float(best["success"]),
-                        "best_low": b_lo,
-                        "best_high": b_hi,
-                        "spread": float(best["success"] - worst["success"]),
-                        "wins": int(only[b, w]) if k > 1 else 0,
-                        "losses": int(only[w, b]) if k > 1 else 0,
-                        "p_value": family[at] if at >= 0 else math.nan,
-                        "harnesses": k,
-                        "episodes_per_harness": int(worst["n"]),
-                    },
-                    at,
-                )
+            mine.append(
+                {
+                    "agent": agent,
+                    "task_id": task,
+                    "worst_harness": worst["harness_name"],
+                    "worst_harness_id": worst["harness_id"],
+                    "worst_success": float(worst["success"]),
+                    "worst_low": w_lo,
+                    "worst_high": w_hi,
+                    "mean_success": float(per["success"].mean()),
+                    "best_harness": best["harness_name"],
+                    "best_success": float(best["success"]),
+                    "best_low": b_lo,
+                    "best_high": b_hi,
+                    "spread": float(best["success"] - worst["success"]),
+                    "wins": int(((b_row >= 0.5) & (w_row < 0.5) & both).sum()),
+                    "losses": int(((w_row >= 0.5) & (b_row < 0.5) & both).sum()),
+                    "p_value": p if k > 1 else math.nan,
+                    "harnesses": k,
+                    "episodes_per_harness": n_w,
+                }
             )
-        adjusted = holm(family)
-        for record, at in picked:
-            record["p_holm"] = adjusted[at] if at >= 0 else math.nan
-            record["different"] = bool(at >= 0 and adjusted[at] < ALPHA)
-            records.append(record)
+        tested = [r for r in mine if r["harnesses"] > 1]
+        for r, q in zip(tested, holm([r["p_value"] for r in tested])):
+            r["p_holm"] = q
+        for r in mine:
+            r.setdefault("p_holm", math.nan)
+            r["different"] = bool(r["p_holm"] == r["p_holm"] and r["p_holm"] < ALPHA)
+        records.extend(mine)
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 

@@ -523,11 +523,13 @@ def build_report(
             [
                 "The harness with the lowest success rate for each task and agent, next to the mean and "
                 "the best. Success intervals are simultaneous over the task's harnesses (Wilson at level "
-                "1 - 0.05/K), so they still cover after picking the extreme. Best vs worst is an exact "
-                "McNemar test on the seeds both played (wins: best succeeded and worst failed), "
-                "Holm-adjusted over every pair of harnesses on every task of the agent (family-wise "
-                "error 5%); the names are shown only where the two differ after that adjustment, "
-                "otherwise the row is a tie and the names would rank noise."
+                "1 - 0.05/K), so they still cover after picking the extreme. Whether the spread best - "
+                "worst is more than noise is a permutation test that shuffles outcomes among the "
+                "harnesses within each task instance (exact when the harnesses are interchangeable, "
+                "and aware of the pick), Holm-adjusted over the agent's tasks (family-wise error 5%); "
+                "the names are shown only where the spread survives, otherwise the row is a tie and "
+                "the names would rank noise. Wins / losses: seeds where only the best / only the "
+                "worst succeeded."
             ],
             image="harness_spread.png",
             tables=[
