@@ -170,6 +170,8 @@ def test_paired_effect_on_success_is_exact() -> None:
     assert tie.mean == 0 and tie.low < -0.1 and tie.high > 0.1  # a floor, not [0, 0]
     clear = paired_effect(_rows([1.0] * 12, [0.0] * 12), "policy", "on", "off", metric="success")
     assert clear.p_value == pytest.approx(2 / 2**12) and clear.low > 0.5
+    few = paired_effect(_rows([1.0] * 4, [0.0] * 4), "policy", "on", "off", metric="success")
+    assert few.low != few.low and few.p_value == pytest.approx(2 / 16)  # 4 pairs: p, no interval
 
 
 def test_paired_effect_on_returns_uses_student_t_or_withholds() -> None:
@@ -183,7 +185,7 @@ def test_paired_effect_on_returns_uses_student_t_or_withholds() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [3, 8, 40])
+@pytest.mark.parametrize("n", [5, 8, 40])
 def test_paired_effect_intervals_cover_slow(n: int) -> None:
     from harness_gym.multiagent import paired_effect
 

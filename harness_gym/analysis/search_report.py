@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.analysis.search_run import SEARCH_FILE
+from harness_gym.core.intervals import MIN_PAIRS_FOR_INTERVAL
 
 PLOT = "search_trajectory.png"
 
@@ -108,6 +109,8 @@ def _interval(m: float, lo: float, hi: float, signed: bool = False) -> str:
     if m != m:
         return "-"
     f = "{:+.2f}" if signed else "{:.2f}"
+    if lo != lo or hi != hi:
+        return f"{f.format(m)} [no interval: needs {MIN_PAIRS_FOR_INTERVAL}+ pairs]"
     return f"{f.format(m)} [{f.format(lo)}, {f.format(hi)}]"
 
 

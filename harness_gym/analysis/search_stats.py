@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness_gym.analysis.stats import mean_ci, paired_binary
+from harness_gym.core.intervals import MIN_PAIRS_FOR_INTERVAL
 
 #: A candidate's ceiling counts as lower than the best when it is below by more than this.
 CEILING_TOLERANCE = 1e-9
@@ -100,7 +101,8 @@ class Difference:
     """Paired difference in success (a - b) over shared (task, seed) episodes.
 
     ``low``/``high``: Newcombe's 95% interval for the paired difference (never [0, 0]: a tie
-    over n pairs still leaves a width of about 2/n to 4/sqrt(n)); ``p_value``: the exact
+    over n pairs still leaves a width of about 2/n to 4/sqrt(n); NaN, withheld, below
+    :data:`~harness_gym.core.intervals.MIN_PAIRS_FOR_INTERVAL` pairs); ``p_value``: the exact
     McNemar test on the ``wins`` (a succeeded, b failed) and ``losses`` (the reverse), before
     any multiplicity adjustment.
     """
@@ -134,7 +136,8 @@ def paired_difference(
     if not keys:
         return Difference(0, math.nan, math.nan, math.nan)
     r = paired_binary([int(succeeded(a[k])) for k in keys], [int(succeeded(b[k])) for k in keys])
-    return Difference(len(keys), r.difference, r.low, r.high, r.p_value, r.only_a, r.only_b)
+    low, high = (r.low, r.high) if len(keys) >= MIN_PAIRS_FOR_INTERVAL else (math.nan, math.nan)
+    return Difference(len(keys), r.difference, low, high, r.p_value, r.only_a, r.only_b)
 
 
 def ceiling_flags(

@@ -171,7 +171,7 @@ def _final(table: Any, out: TextIO) -> None:
                 r.role,
                 r.harness,
                 f"{r.success:.2f}",
-                f"{r.vs_default:+.2f} [{r.vs_default_low:+.2f}, {r.vs_default_high:+.2f}]",
+                _difference(r.vs_default, r.vs_default_low, r.vs_default_high),
                 f"{r.vs_default_wins}/{r.vs_default_losses}",
                 f"{r.vs_default_p_holm:.3f}",
                 f"{r.steps:.1f}",
@@ -183,6 +183,14 @@ def _final(table: Any, out: TextIO) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+
+
+def _difference(mean: float, low: float, high: float) -> str:
+    from harness_gym.core.intervals import MIN_PAIRS_FOR_INTERVAL
+
+    if low != low or high != high:
+        return f"{mean:+.2f} [no interval: needs {MIN_PAIRS_FOR_INTERVAL}+ pairs]"
+    return f"{mean:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
 class _Null:

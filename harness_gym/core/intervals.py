@@ -15,6 +15,12 @@ from statistics import NormalDist
 
 Z95 = 1.959963984540054
 
+#: Fewer pairs than this get no printed paired interval. Exact coverage of Newcombe's interval
+#: over a grid of paired tables: down to 50% at 2 pairs and 88% at 4; from 5 pairs on >= 86%
+#: (the worst: harness pairs that disagree on every instance), >= 94% for the known-answer
+#: agents of tests/test_stats.py.
+MIN_PAIRS_FOR_INTERVAL = 5
+
 #: Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,

@@ -7,7 +7,7 @@ differences, treatment minus control, with its standard error and a 95% interval
 
 * a 0/1 metric (``success``): Newcombe's interval for the paired difference of proportions and
   the exact McNemar p value (:func:`harness_gym.core.intervals.paired_binary`): never [0, 0]
-  for a tie, and one discordant pair is no evidence;
+  for a tie, and one discordant pair is no evidence; below 5 pairs no interval (NaN), only p;
 * any other metric: Student's t interval on the paired differences (exact for normal
   differences, close for others from about 10 pairs on; wide below) and no p value; with a
   single pair, or differences that are all equal, no interval (NaN) is given.
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.intervals import paired_binary, t975
+from harness_gym.core.intervals import MIN_PAIRS_FOR_INTERVAL, paired_binary, t975
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ def paired_effect(
     t, c = [sides[treatment][k] for k in keys], [sides[control][k] for k in keys]
     if all(v in (0.0, 1.0) for v in (*t, *c)):
         r = paired_binary([int(v) for v in t], [int(v) for v in c])
+        if len(diffs) < MIN_PAIRS_FOR_INTERVAL:
+            return Effect(mean, stderr, len(diffs), p_value=r.p_value, method="exact McNemar; no interval")
         return Effect(mean, stderr, len(diffs), r.low, r.high, r.p_value, "Newcombe, exact McNemar")
     if len(diffs) < 2 or stderr == 0:
         return Effect(mean, stderr, len(diffs), method="none (too few pairs or no spread)")
