@@ -44,6 +44,12 @@ from harness_gym.envs import terminal as _terminal  # noqa: E402
 
 _terminal.register(add_to_task_registry=False)
 
+# Installed plugins' tasks (entry points ``harness_gym.tasks``): their ids work in gym.make too.
+# A plugin that fails to load is reported by the next load_plugins call (the CLI's warning line).
+from harness_gym.core.plugins import load_plugins as _load_plugins  # noqa: E402
+
+_load_plugins(["tasks"], warn=False, defer=True)
+
 __all__ = [
     "PRESETS",
     "TASKS",

@@ -10,19 +10,22 @@ one release (making one warns) but are not listed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
-from harness_gym.core.plugins import failures_note, load_plugins
+from harness_gym.core.plugins import PluginError, failures_note, load_plugins, set_loader
 from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS, preset_applies
 from harness_gym.core.task import Task
 
 NAMESPACE = "harness_gym"
+#: What ``gym.make`` calls for a task of ``TASKS`` (imported only when an env is built).
+ENTRY_POINT = "harness_gym.core.registry:make_env"
 TASKS: dict[str, type[Task]] = {}
 #: Tasks of families registered with :func:`register_family` (some kept out of ``TASKS``, which
 #: lists the fast suite): task id -> (class, the entry point that builds its envs).
@@ -82,15 +85,21 @@ def register_envs(task_ids: list[str] | None = None) -> list[str]:
         for preset in [None, *_presets_for(TASKS[task_id])]:
             new_id = env_id(task_id, preset)
             if new_id not in gym.registry:
-                gym.register(
-                    id=new_id,
-                    entry_point=make_env,
-                    kwargs={"task": task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
+                add_env_spec(new_id, ENTRY_POINT, {"task": task_id, "harness": preset or "Json"})
             if preset not in DEPRECATED_PRESETS:
                 ids.append(new_id)
     return ids
+
+
+def add_env_spec(new_id: str, entry_point: str, kwargs: dict[str, Any]) -> None:
+    """Put one id into Gymnasium's registry (a plain dict), replacing any spec it had.
+
+    ``gym.register`` checks each new id against every registered one, so registering the
+    package's thousands of ids through it costs seconds; these ids are built by
+    :func:`env_id` (well formed, one version each), so the spec goes straight in. The entry
+    point is a ``"module:callable"`` string: ``gym.make`` imports it only when it builds the env.
+    """
+    gym.registry[new_id] = EnvSpec(id=new_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False)
 
 
 def _presets_for(task: type[Task]) -> list[str]:
@@ -114,21 +123,37 @@ def register_family(
             new_id = env_id(task.task_id, preset)
             spec = gym.registry.get(new_id)
             if spec is None or spec.entry_point != entry_point:
-                gym.registry.pop(new_id, None)
-                gym.register(
-                    id=new_id,
-                    entry_point=entry_point,
-                    kwargs={"task": task.task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
+                add_env_spec(new_id, entry_point, {"task": task.task_id, "harness": preset or "Json"})
             if preset not in DEPRECATED_PRESETS:
                 ids.append(new_id)
     plain = {env_id(task.task_id) for task in tasks}
-    FAMILY_ENV_IDS.extend(i for i in ids if i not in plain and i not in FAMILY_ENV_IDS)
+    add_family_env_ids(i for i in ids if i not in plain)
     return ids
+
+
+def add_family_env_ids(ids: Iterable[str]) -> None:
+    """Append ids to :data:`FAMILY_ENV_IDS`, each once."""
+    listed = set(FAMILY_ENV_IDS)
+    for new_id in ids:
+        if new_id not in listed:
+            listed.add(new_id)
+            FAMILY_ENV_IDS.append(new_id)
 
 
 def registered_env_ids() -> list[str]:
     """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded), plugins' too."""
     load_plugins(["tasks"])
     return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS if preset_applies(p, TASKS[t])]
+
+
+def _register_task_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.tasks`` entry point: a Task subclass or a list of them."""
+    tasks = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if not tasks or not all(isinstance(t, type) and issubclass(t, Task) for t in tasks):
+        raise PluginError(f"a harness_gym.tasks entry point must name a Task subclass or a list, got {obj!r}")
+    for task in tasks:
+        register_task(task)
+    register_envs([t.task_id for t in tasks])
+
+
+set_loader("tasks", _register_task_plugin)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from harness_gym.core.registry import FAMILY_ENV_IDS, env_id, register_family
+from harness_gym.core.registry import add_env_spec, add_family_env_ids, env_id, register_family
 from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
@@ -32,15 +32,9 @@ def register(add_to_task_registry: bool = False) -> list[str]:
         for preset in TERMINAL_PRESETS:
             new_id = env_id(task.task_id, preset)
             if new_id not in gym.registry:
-                gym.register(
-                    id=new_id,
-                    entry_point=ENTRY_POINT,
-                    kwargs={"task": task.task_id, "harness": preset},
-                    disable_env_checker=False,
-                )
+                add_env_spec(new_id, ENTRY_POINT, {"task": task.task_id, "harness": preset})
             ids.append(new_id)
-            if new_id not in FAMILY_ENV_IDS:
-                FAMILY_ENV_IDS.append(new_id)
+    add_family_env_ids(ids)
     return ids
 
 
