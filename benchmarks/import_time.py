@@ -37,7 +37,9 @@ def wall(command: list[str]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     for command in COMMANDS.values():  # warm the file cache and the bytecode caches
@@ -50,7 +52,8 @@ def main() -> None:
     print(f"{'command':<22} {'median s':>9} {'min s':>7} {'x ' + BASELINE:>20}")
     for name, values in times.items():
         ratios = [v / b for v, b in zip(values, times[BASELINE])]
-        print(f"{name:<22} {statistics.median(values):9.3f} {min(values):7.3f} {statistics.median(ratios):20.2f}")
+        median, ratio = statistics.median(values), statistics.median(ratios)
+        print(f"{name:<22} {median:9.3f} {min(values):7.3f} {ratio:20.2f}")
 
 
 if __name__ == "__main__":

@@ -117,7 +117,10 @@ def upward_imports(graph: dict[str, dict[str, bool]]) -> list[str]:
 
 def circles(graph: dict[str, dict[str, bool]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), runtime imports only."""
-    runtime = {src: sorted(d for d, typing_only in targets.items() if not typing_only) for src, targets in graph.items()}
+    runtime = {
+        src: sorted(d for d, typing_only in targets.items() if not typing_only)
+        for src, targets in graph.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -99,7 +99,9 @@ def add_env_spec(new_id: str, entry_point: str, kwargs: dict[str, Any]) -> None:
     :func:`env_id` (well formed, one version each), so the spec goes straight in. The entry
     point is a ``"module:callable"`` string: ``gym.make`` imports it only when it builds the env.
     """
-    gym.registry[new_id] = EnvSpec(id=new_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False)
+    gym.registry[new_id] = EnvSpec(
+        id=new_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False
+    )
 
 
 def _presets_for(task: type[Task]) -> list[str]:

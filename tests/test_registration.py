@@ -1,0 +1,109 @@
+"""Gymnasium ids: every registered id resolves in a plain ``gym.make`` after ``import harness_gym``.
+
+Registration puts specs straight into Gymnasium's registry and binds no preset at import
+(:func:`~harness_gym.core.presets.preset_applies`), so the binding is checked here instead:
+every registered (task, harness) pair binds. ``tests/test_plugins.py`` checks a plugin's ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import harness_gym
+from harness_gym.core.harness import Harness, HarnessSpecError
+from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS
+from harness_gym.core.registry import ENTRY_POINT, FAMILY_TASKS, NAMESPACE, TASKS
+from harness_gym.envs.terminal.presets import terminal_preset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def package_specs() -> list[gym.envs.registration.EnvSpec]:
+    return [spec for spec in gym.registry.values() if spec.namespace == NAMESPACE]
+
+
+def test_every_registered_pair_binds() -> None:
+    specs = package_specs()
+    assert len(specs) > 5000
+    checked: dict[tuple, str | None] = {}
+    failures = []
+    for spec in specs:
+        task_id, name = spec.kwargs["task"], spec.kwargs["harness"]
+        task = TASKS[task_id] if task_id in TASKS else FAMILY_TASKS[task_id][0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # the deprecated preset names
+            harness = PRESETS.get(DEPRECATED_PRESETS.get(name, name)) or terminal_preset(name)
+        key = (harness, task.field_names, task.action_specs)
+        if key not in checked:
+            try:
+                harness.bind(task.field_names, task.action_specs)
+                checked[key] = None
+            except HarnessSpecError as err:
+                checked[key] = str(err)
+        if checked[key] is not None:
+            failures.append(f"{spec.id}: {checked[key]}")
+    assert not failures, "\n".join(failures[:20])
+
+
+def test_preset_less_and_deprecated_ids_stay_registered() -> None:
+    assert "harness_gym/ClickButton-v0" in gym.registry
+    for old in DEPRECATED_PRESETS:
+        assert f"harness_gym/ClickButton-{old}-v0" in gym.registry
+    spec = gym.spec("harness_gym/ClickButton-ObsYaml-v0")
+    assert spec.entry_point == ENTRY_POINT and spec.kwargs == {"task": "ClickButton", "harness": "ObsYaml"}
+
+
+def test_a_sample_of_every_family_resolves_in_plain_gym_make_in_a_fresh_process() -> None:
+    """A fresh interpreter that imports only gymnasium and harness_gym builds envs of every
+    family: web (every preset of one task), real browser and terminal (built, not started)."""
+    web = [i for i in gym.registry if i.startswith("harness_gym/ClickButton-")]
+    sample = [
+        *web,
+        "harness_gym/EnterText-Json-v0",
+        "harness_gym/BrowserClickButton-v0",
+        "harness_gym/BrowserClickButton-BrowserGymStyle-v0",
+        "harness_gym/BrowserEnterText-ObsAxtree-v0",
+        "harness_gym/TermSortUnique-v0",
+        "harness_gym/TermSortUnique-MiniSweAgentStyle-v0",
+        "harness_gym/TermGitCommit-ToolsXml-v0",
+    ]
+    code = (
+        "import json, sys, warnings\n"
+        "import gymnasium as gym\n"
+        "import harness_gym\n"
+        "warnings.simplefilter('ignore')\n"
+        "out = {}\n"
+        "for env_id in json.loads(sys.argv[1]):\n"
+        "    env = gym.make(env_id)\n"
+        "    out[env_id] = [env.unwrapped.task.task_id, env.unwrapped.harness.id]\n"
+        "    env.close()\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(sample)], capture_output=True, text=True, env=env, timeout=600
+    )
+    if "SandboxUnavailable" in result.stderr:
+        pytest.skip("bubblewrap cannot run here: " + result.stderr.strip().splitlines()[-1])
+    assert result.returncode == 0, result.stderr
+    made = json.loads(result.stdout)
+    assert sorted(made) == sorted(sample)
+    for env_id, (task_id, harness_id) in made.items():
+        spec = gym.spec(env_id)
+        assert task_id == spec.kwargs["task"], env_id
+        assert len(harness_id) > 0
+    assert made["harness_gym/ClickButton-JsonReversed-v0"][1] == PRESETS["JsonReversed"].id
+    assert made["harness_gym/ClickButton-v0"][1] == Harness().id
+
+
+def test_the_package_facade_keeps_its_names() -> None:
+    for name in harness_gym.__all__:
+        assert getattr(harness_gym, name) is not None
