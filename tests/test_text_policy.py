@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from harness_gym import PRESETS, make_env  # noqa: E402
-from harness_gym.analysis.rollout import evaluate, run_episode  # noqa: E402
 from harness_gym.baselines.agents import RandomAgent  # noqa: E402
 from harness_gym.baselines.text_policy import (  # noqa: E402
     GRPOConfig,
@@ -27,7 +26,9 @@ from harness_gym.baselines.text_policy import (  # noqa: E402
     play,
     success_rate,
 )
-from harness_gym.cli import build_parser
+from harness_gym.cli import build_parser, train
+from harness_gym.cli import evaluate as evaluate_verb
+from harness_gym.rollout import evaluate, run_episode  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -234,8 +235,6 @@ def test_save_and_load_keep_the_log_probs(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa: ANN001
-    from harness_gym.baselines import cli_train
-
     args = build_parser().parse_args(
         [
             "train", "--algo", "text_policy", "--env", "harness_gym/EnterText-Json-v0",
@@ -245,7 +244,7 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
         ]
     )  # fmt: skip
     out = io.StringIO()
-    assert cli_train.run_train(args, out) == 0
+    assert run_verb(train.run, args, out) == 0
     assert "saved text policy (cross grouping, 2 harness(es))" in out.getvalue()
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["algo"] == "text_policy" and len(run["harnesses"]) == 2 and run["grpo"]["grouping"] == "cross"
@@ -256,7 +255,7 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
          "--episodes", "3", "--out", str(rows_file)]
     )  # fmt: skip
     out = io.StringIO()
-    assert cli_train.run_model_eval(eval_args, out) == 0
+    assert run_verb(evaluate_verb.run_model_eval, eval_args, out) == 0
     assert "harness_gym/EnterText-BundleMarkdown-v0" in out.getvalue()
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
     assert len(rows) == 3 and rows[0]["harness_id"] == PRESETS["BundleMarkdown"].id
@@ -279,3 +278,10 @@ def perturb(policy: TextPolicy) -> TextPolicy:
         policy.head[-1].weight.normal_(0.0, 1.0)
         policy.head[-1].bias.zero_()
     return policy
+
+
+def run_verb(verb, args, out) -> int:  # noqa: ANN001
+    """A CLI verb on parsed arguments, through the CLI's error layer (one line, exit code 2)."""
+    from harness_gym.cli.common import run_guarded
+
+    return run_guarded(lambda: verb(args, out), debug=False)

@@ -27,9 +27,11 @@ import base64
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness_gym.analysis.report_section import Section
 
 PLOTS = (
     "success_heatmap.png",
@@ -411,16 +413,6 @@ def _levels(rows: Any, factor: str, meta: dict[str, Any] | None = None) -> list[
 
 
 # -- documents ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Section:
-    """One part of the report: a heading, text, an optional plot and tables."""
-
-    title: str
-    text: list[str] = field(default_factory=list)
-    image: str | None = None
-    tables: list[tuple[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness_gym.analysis.report_section import Section
 from harness_gym.analysis.search_run import SEARCH_FILE
 
 PLOT = "search_trajectory.png"
@@ -51,10 +52,8 @@ def plot_trajectory(trajectory: Any, path: Path) -> Path:
 
 
 def search_section(folder: str | Path, out: Path) -> Any:
-    """The report section of a search folder (a :class:`~harness_gym.analysis.report.Section`)."""
+    """The report section of a search folder (a :class:`~harness_gym.analysis.report_section.Section`)."""
     import pandas as pd
-
-    from harness_gym.analysis.report import Section
 
     folder = Path(folder)
     meta = json.loads((folder / SEARCH_FILE).read_text(encoding="utf-8"))

@@ -52,8 +52,8 @@ def run_cells(cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: i
 
 def run_cell(cell: Cell, sweep_id: str, ceiling: bool, node_limit: int) -> dict[str, Any]:
     """Run one cell and return its row. Exceptions in the agent become the row's ``error``."""
-    from harness_gym.analysis.rollout import run_episode
     from harness_gym.core.registry import make_env
+    from harness_gym.rollout import run_episode
 
     start = time.perf_counter()
     row = _row(cell, sweep_id)
@@ -107,7 +107,7 @@ def run_cells_batched(
     instead of counting the outage as the model's failure; ``--retry-errors`` re-runs it.
     """
     from harness_gym.core.registry import make_env
-    from harness_gym.llm.rollout import Episode, run_batched
+    from harness_gym.rollout import Episode, run_batched
 
     def on_result(episode: Episode, result: Any, err: BaseException | None) -> None:
         cell: Cell = episode.key
