@@ -193,7 +193,7 @@ def lost_row(cell: Cell, sweep_id: str, why: str) -> dict[str, Any]:
 
 WORKER_DIED = (
     "WorkerDied: the worker process died while running this cell, every time it ran alone "
-    "(killed, out of memory, or a crash in native code)"
+    "(killed, out of memory, a crash in native code, or it failed to start: its traceback is on stderr)"
 )
 
 
