@@ -13,11 +13,11 @@ import torch
 from harness_gym import PRESETS, make_env  # noqa: E402
 from harness_gym.baselines.agents import RandomAgent  # noqa: E402
 from harness_gym.baselines.text_policy import (  # noqa: E402
-    GRPOConfig,
-    GRPOTrainer,
     TextPolicy,
     TextPolicyAgent,
     TextPolicyConfig,
+    TextPolicyGRPOConfig,
+    TextPolicyGRPOTrainer,
     collate,
     group_advantages,
     kl_to_reference,
@@ -164,8 +164,8 @@ def test_trainer_forms_the_groups_it_claims_to() -> None:
     """Cross grouping mixes both harnesses of a seed; within keeps them apart."""
     factories = [lambda: make_env("EnterText", "Json"), lambda: make_env("EnterText", "BundleYaml")]
     for grouping in ("within", "cross"):
-        cfg = GRPOConfig(instances=3, group_size=2, grouping=grouping, seed=0)
-        trainer = GRPOTrainer(TextPolicy(SMALL), factories, cfg)
+        cfg = TextPolicyGRPOConfig(instances=3, group_size=2, grouping=grouping, seed=0)
+        trainer = TextPolicyGRPOTrainer(TextPolicy(SMALL), factories, cfg)
         episodes = trainer.collect()
         assert len(episodes) == 3 * 2 * 2
         groups = make_groups([vars(e) for e in episodes], grouping)
@@ -179,7 +179,9 @@ def test_trainer_forms_the_groups_it_claims_to() -> None:
                 assert len(seen) == 1
         assert len(groups) == (3 if grouping == "cross" else 6)
     with pytest.raises(ValueError, match="same task"):
-        GRPOTrainer(TextPolicy(SMALL), [lambda: make_env("EnterText"), lambda: make_env("ClickButton")])
+        TextPolicyGRPOTrainer(
+            TextPolicy(SMALL), [lambda: make_env("EnterText"), lambda: make_env("ClickButton")]
+        )
 
 
 # -- training -------------------------------------------------------------------------------------
@@ -190,7 +192,9 @@ def test_text_policy_beats_random_on_a_single_step_task() -> None:
     torch.manual_seed(0)
     policy = TextPolicy(TextPolicyConfig(dim=32, hidden=64))
     factory = lambda: make_env("ClickButton", "Json")  # noqa: E731
-    trainer = GRPOTrainer(policy, [factory], GRPOConfig(iterations=12, learning_rate=6e-3, seed=0))
+    trainer = TextPolicyGRPOTrainer(
+        policy, [factory], TextPolicyGRPOConfig(iterations=12, learning_rate=6e-3, seed=0)
+    )
     history = trainer.train()
     assert len(history) == 12 and all(np.isfinite(row["kl"]) for row in history)
     trained = success_rate(policy, factory, range(200))
@@ -202,8 +206,10 @@ def test_training_is_seeded() -> None:
     def run() -> list[float]:
         torch.manual_seed(5)
         policy = TextPolicy(SMALL)
-        trainer = GRPOTrainer(
-            policy, [lambda: make_env("EnterText", "Json")], GRPOConfig(instances=4, group_size=4, seed=5)
+        trainer = TextPolicyGRPOTrainer(
+            policy,
+            [lambda: make_env("EnterText", "Json")],
+            TextPolicyGRPOConfig(instances=4, group_size=4, seed=5),
         )
         trainer.train(2)
         return policy.log_probs(*states()[0]).tolist()
@@ -268,7 +274,7 @@ def test_text_policy_learns_a_multi_step_task(task: str) -> None:
     torch.manual_seed(0)
     policy = TextPolicy()
     factory = lambda: make_env(task, "Json")  # noqa: E731
-    GRPOTrainer(policy, [factory], GRPOConfig(iterations=40, seed=0)).train()
+    TextPolicyGRPOTrainer(policy, [factory], TextPolicyGRPOConfig(iterations=40, seed=0)).train()
     assert success_rate(policy, factory, range(200)) >= 0.85
 
 
@@ -285,3 +291,16 @@ def run_verb(verb, args, out) -> int:  # noqa: ANN001
     from harness_gym.cli.common import run_guarded
 
     return run_guarded(lambda: verb(args, out), debug=False)
+
+
+def test_old_grpo_names_still_resolve_with_a_deprecation_warning() -> None:
+    """The text policy's trainer was named like TRL's GRPOTrainer; the old names still work."""
+    import harness_gym.baselines.text_policy as text_policy
+
+    with pytest.warns(DeprecationWarning, match="use TextPolicyGRPOTrainer"):
+        assert text_policy.GRPOTrainer is TextPolicyGRPOTrainer
+    with pytest.warns(DeprecationWarning, match="use TextPolicyGRPOConfig"):
+        from harness_gym.baselines.text_policy import GRPOConfig
+    assert GRPOConfig is TextPolicyGRPOConfig
+    with pytest.raises(AttributeError):
+        text_policy.NoSuchName  # noqa: B018
