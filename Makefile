@@ -37,6 +37,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 -q
 
 test-slow: setup

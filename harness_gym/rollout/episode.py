@@ -78,6 +78,7 @@ def run_episode(env: gym.Env, agent: Agent, seed: int, agent_name: str = "") -> 
     name = agent_name or getattr(agent, "name", type(agent).__name__)
     return episode_result(env, info, seed, name, total, time.perf_counter() - start)
 
+
 def evaluate(
     env: gym.Env, agent: Agent, seeds: Iterable[int], agent_name: str = ""
 ) -> Iterator[EpisodeResult]:
