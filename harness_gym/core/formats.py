@@ -11,10 +11,10 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
-from xml.sax.saxutils import escape as _xml_escape
-from xml.sax.saxutils import quoteattr
 
 from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
+from harness_gym.core.xml_text import escape as _xml_escape
+from harness_gym.core.xml_text import quoteattr
 
 Fields = Sequence[tuple[str, Any]]
 
