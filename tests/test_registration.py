@@ -107,3 +107,28 @@ def test_a_sample_of_every_family_resolves_in_plain_gym_make_in_a_fresh_process(
 def test_the_package_facade_keeps_its_names() -> None:
     for name in harness_gym.__all__:
         assert getattr(harness_gym, name) is not None
+
+
+def test_the_quick_look_for_plugins_finds_a_declared_group_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import harness_gym`` skips importlib.metadata unless some distribution declares a
+    harness_gym group; the look must never miss one importlib.metadata would find."""
+    from importlib import metadata
+
+    from harness_gym.core.plugins import _may_declare
+
+    site = tmp_path / "site"
+    info = site / "some_pkg-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: some-pkg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nsome = some_pkg:main\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert not _may_declare("harness_gym.tasks") and _may_declare("console_scripts")
+    assert not metadata.entry_points(group="harness_gym.tasks")
+    (info / "entry_points.txt").write_text("[harness_gym.tasks]\nSome = some_pkg:SomeTask\n")
+    assert _may_declare("harness_gym.tasks")
+    assert [e.name for e in metadata.entry_points(group="harness_gym.tasks")] == ["Some"]
+    (tmp_path / "bundle.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # a zip it cannot look into
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "bundle.zip")])
+    assert _may_declare("harness_gym.tasks")
