@@ -20,7 +20,7 @@ import pytest
 import harness_gym
 from harness_gym.core.harness import Harness, HarnessSpecError
 from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS
-from harness_gym.core.registry import ENTRY_POINT, FAMILY_TASKS, NAMESPACE, TASKS
+from harness_gym.core.registry import ENTRY_POINT, NAMESPACE, TASKS, get_task
 from harness_gym.envs.terminal.presets import terminal_preset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def test_every_registered_pair_binds() -> None:
     failures = []
     for spec in specs:
         task_id, name = spec.kwargs["task"], spec.kwargs["harness"]
-        task = TASKS[task_id] if task_id in TASKS else FAMILY_TASKS[task_id][0]
+        task = TASKS[task_id] if task_id in TASKS else get_task(task_id)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # the deprecated preset names
             harness = PRESETS.get(DEPRECATED_PRESETS.get(name, name)) or terminal_preset(name)
@@ -132,3 +132,28 @@ def test_the_quick_look_for_plugins_finds_a_declared_group_and_nothing_else(
     (tmp_path / "bundle.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # a zip it cannot look into
     monkeypatch.setattr(sys, "path", [str(tmp_path / "bundle.zip")])
     assert _may_declare("harness_gym.tasks")
+
+
+def test_import_harness_gym_imports_no_browser_task_and_registers_the_same_ids() -> None:
+    """The real-browser ids come from the catalog; making the classes registers nothing new."""
+    code = (
+        "import json, sys\n"
+        "import gymnasium as gym\n"
+        "import harness_gym\n"
+        "lazy = sorted(i for i in gym.registry if i.startswith('harness_gym/Browser'))\n"
+        "heavy = ['harness_gym.envs.browser.tasks', 'xml.sax.saxutils', 'importlib.metadata']\n"
+        "heavy = [m for m in heavy if m in sys.modules]\n"
+        "import harness_gym.envs.browser as b\n"
+        "eager = sorted(b.register(add_to_task_registry=True))\n"
+        "print(json.dumps({'heavy': heavy, 'lazy': lazy, 'eager': eager, 'n': len(b.BROWSER_TASKS)}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["heavy"] == []
+    assert out["n"] > 90 and len(out["eager"]) > 30 * out["n"]
+    deprecated = {i for i in out["lazy"] if i.rsplit("-", 2)[-2] in DEPRECATED_PRESETS}
+    assert deprecated and sorted(set(out["lazy"]) - deprecated) == out["eager"]
