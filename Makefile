@@ -50,6 +50,7 @@ test-llm: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
 bench: setup
+	$(BIN)/python benchmarks/import_time.py
 	$(BIN)/python benchmarks/step_throughput.py
 	$(BIN)/python benchmarks/wrapper_overhead.py
 	$(BIN)/python benchmarks/sweep_throughput.py

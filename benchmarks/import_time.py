@@ -18,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 COMMANDS = {
@@ -30,9 +31,14 @@ BASELINE = "import gymnasium"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+#: Processes start in an empty folder, so that ``import harness_gym`` is the package that
+#: ``PYTHONPATH`` (or the install) gives, not a ``harness_gym`` folder in the current one.
+CWD = tempfile.mkdtemp(prefix="import_time-")
+
+
 def wall(command: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=ENV)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=ENV, cwd=CWD)
     return time.perf_counter() - start
 
 
@@ -48,7 +54,11 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, command in COMMANDS.items():
             times[name].append(wall(command))
-    print(f"{args.rounds} interleaved rounds of fresh processes ({sys.executable})")
+    where = subprocess.run(
+        [sys.executable, "-c", "import harness_gym; print(harness_gym.__file__)"],
+        capture_output=True, text=True, env=ENV, cwd=CWD, check=True,
+    ).stdout.strip()  # fmt: skip
+    print(f"{args.rounds} interleaved rounds of fresh processes ({sys.executable}; {where})")
     print(f"{'command':<22} {'median s':>9} {'min s':>7} {'x ' + BASELINE:>20}")
     for name, values in times.items():
         ratios = [v / b for v, b in zip(values, times[BASELINE])]
