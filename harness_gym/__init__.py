@@ -1,7 +1,10 @@
 """harness-gym: every (task, harness) pair as a Gymnasium environment.
 
 ``import harness_gym`` registers ``harness_gym/<Task>-<Preset>-v0`` and
-``harness_gym/<Task>-v0`` with Gymnasium for every built-in task.
+``harness_gym/<Task>-v0`` with Gymnasium for every built-in task and every installed plugin's
+task. Registering is cheap (``benchmarks/import_time.py``): the specs go straight into
+Gymnasium's registry, nothing is bound, and a family's task classes (the real-browser ones)
+are imported only when an env or the class is first needed.
 """
 
 from harness_gym.core import (
