@@ -28,14 +28,15 @@ def register(add_to_task_registry: bool = False) -> list[str]:
     bubblewrap and are slower than the pure-Python suite that TASKS lists).
     """
     ids = register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
+    coding = []
     for task in TERMINAL_TASKS:  # the coding-harness presets, which only terminal tasks take
         for preset in TERMINAL_PRESETS:
             new_id = env_id(task.task_id, preset)
             if new_id not in gym.registry:
                 add_env_spec(new_id, ENTRY_POINT, {"task": task.task_id, "harness": preset})
-            ids.append(new_id)
-    add_family_env_ids(ids)
-    return ids
+            coding.append(new_id)
+    add_family_env_ids(coding)
+    return ids + coding
 
 
 def is_terminal_task(task_id: str) -> bool:
