@@ -157,3 +157,12 @@ def test_import_harness_gym_imports_no_browser_task_and_registers_the_same_ids()
     assert out["n"] > 90 and len(out["eager"]) > 30 * out["n"]
     deprecated = {i for i in out["lazy"] if i.rsplit("-", 2)[-2] in DEPRECATED_PRESETS}
     assert deprecated and sorted(set(out["lazy"]) - deprecated) == out["eager"]
+
+
+def test_family_env_ids_list_each_preset_id_once_and_no_preset_less_id() -> None:
+    from harness_gym.core.registry import FAMILY_ENV_IDS
+
+    assert len(FAMILY_ENV_IDS) == len(set(FAMILY_ENV_IDS)) > 3000
+    assert all(i.count("-") >= 2 and i in gym.registry for i in FAMILY_ENV_IDS)
+    assert "harness_gym/TermSortUnique-MiniSweAgentStyle-v0" in FAMILY_ENV_IDS
+    assert not {i for i in FAMILY_ENV_IDS if i.rsplit("-", 2)[-2] in DEPRECATED_PRESETS}
