@@ -33,7 +33,8 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 #: Processes start in an empty folder, so that ``import harness_gym`` is the package that
 #: ``PYTHONPATH`` (or the install) gives, not a ``harness_gym`` folder in the current one.
-CWD = tempfile.mkdtemp(prefix="import_time-")
+_EMPTY = tempfile.TemporaryDirectory(prefix="import_time-")  # removed at exit
+CWD = _EMPTY.name
 
 
 def wall(command: list[str]) -> float:
