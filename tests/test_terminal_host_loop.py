@@ -51,7 +51,9 @@ def fresh_task():
     return task
 
 
-@pytest.mark.parametrize("depth", [1100, 2500])  # 2,500 levels: a path longer than PATH_MAX
+@pytest.mark.parametrize(
+    "depth", [1100, pytest.param(2500, marks=pytest.mark.slow)]
+)  # 2,500 levels: a path longer than PATH_MAX (slow: deep trees cost seconds on overlayfs)
 def test_a_deep_directory_leaves_every_step_and_close_working(depth: int) -> None:
     env = TerminalEnv(TermSortUnique)
     env.reset(seed=0)
@@ -100,6 +102,7 @@ def test_a_fifo_is_snapshotted_and_restored_as_a_fifo() -> None:
     assert not root.exists()
 
 
+@pytest.mark.slow
 def test_a_deep_tree_and_a_symlink_out_are_snapshotted_without_following() -> None:
     task = fresh_task()
     try:
