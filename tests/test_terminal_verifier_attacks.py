@@ -23,7 +23,7 @@ import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox import VERIFIER_ENV, bwrap_problem
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
@@ -377,3 +377,40 @@ def test_code_and_git_attacks_fail_as_an_unprivileged_user() -> None:
 def test_every_attack_fails_as_an_unprivileged_user() -> None:
     done = rerun_unprivileged(__file__, "-m", "slow", "-k", "every_attack_on_several_seeds", timeout=3000)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world() -> None:
+    """Before any check, every agent process is dead (a background writer stops writing);
+    the verifier's sandbox has no agent home, its own empty $HOME, a read-only /app and the
+    fixed environment, whatever the agent exported or planted."""
+    task = TASKS["TermSortUnique"]()
+    try:
+        task.reset(np.random.default_rng(0))
+        task.step(
+            Action.of(
+                "run",
+                command=KIT
+                + "echo planted > ~/marker\n"
+                + "(setsid sh -c 'while :; do date +%s%N > /app/tick; sleep 0.01; done' >/dev/null 2>&1 &)\n"
+                + "sleep 0.2",
+            )
+        )
+        sandbox = task._sandbox
+        sandbox.stop_agent()
+        assert not sandbox.alive
+        before = (task.app / "tick").read_text()
+        res = sandbox.run_verifier(
+            "env | sort; echo HOME=$HOME; ls -A $HOME | wc -l; ls /home/agent 2>&1; "
+            "touch /app/x 2>&1; echo cwd=$(pwd)"
+        )
+        assert (task.app / "tick").read_text() == before, "an agent process still writes"
+        out = res.stdout
+        assert res.exit_code == 0, res
+        assert "HOME=/tmp/verifier-home" in out and "\n0\n" in out, out
+        assert "PYTHONPATH" not in out and "GIT_CONFIG_GLOBAL=/dev/null" in out
+        assert "No such file" in out and "Read-only file system" in out and "cwd=/app" in out
+        assert not (task.app / "x").exists()
+        env_lines = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line and line[0].isupper()}
+        assert env_lines <= set(VERIFIER_ENV) | {"PWD", "SHLVL", "_", "HOME", "OLDPWD", "cwd"}, env_lines
+    finally:
+        task.close()

@@ -551,6 +551,7 @@ class Sandbox:
             "RLIMIT_AS": lim.address_space,
             "RLIMIT_FSIZE": lim.file_size,
             "RLIMIT_CORE": 0,
+            "RLIMIT_NPROC": self._nproc_limit(),
         }
         start = time.monotonic()
         timed_out = False
@@ -684,11 +685,22 @@ def _signal_name(code: int | None) -> str | None:
 
 
 def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (from /proc; scanning it where ``children`` is missing)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             return [int(x) for x in f.read().split()]
     except (OSError, ValueError):
-        return []
+        pass
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
 
 
 def _running(pid: int) -> bool:

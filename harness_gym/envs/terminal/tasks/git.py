@@ -52,8 +52,8 @@ class _GitTask(TerminalTask):
             "git for-each-ref --format='%(refname) %(objectname)' refs/heads && git rev-parse HEAD",
             timeout=30,
         )
-        *refs, head = res.stdout.split("\n")[:-1] if res.stdout.endswith("\n") else res.stdout.split("\n")
-        self.baseline = {name: sha for name, sha in (line.split() for line in refs)}
+        *refs, head = res.stdout.splitlines() or [""]
+        self.baseline = dict(line.split(maxsplit=1) for line in refs)
         self.baseline["HEAD"] = head.strip()
 
     def commit(self, rev: str) -> tuple[list[str], str] | None:
