@@ -14,11 +14,13 @@ terminal harness decides how it is shown, see :mod:`harness_gym.envs.terminal.op
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import pickle
 import secrets
+import shlex
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -150,6 +152,46 @@ class TerminalTask(Task):
         the agent never touched, and /app read-only (see :meth:`Sandbox.run_verifier`)."""
         assert self._sandbox is not None
         return self._sandbox.run_verifier(command, timeout=timeout)
+
+    def sh_many(
+        self, commands: list[str], stdin: list[str] | None = None, timeout: float = 5
+    ) -> list[tuple[int | None, str]]:
+        """Run several checking commands in one verifier sandbox: ``(exit code, stdout)`` each.
+
+        Each command gets its stdin (``stdin[i]``, default empty), ``timeout`` seconds, its
+        stdout captured to a file, and after it every process it left is killed
+        (``kill -9 -1``) before the next starts; the outputs are reported once all have run.
+        A missing or garbled report reads as ``(None, "")``.
+        """
+        tag = "HG-CASE-" + secrets.token_hex(8)
+        lines = ["cd /tmp"]
+        for i, command in enumerate(commands):
+            data = base64.b64encode((stdin[i] if stdin else "").encode()).decode()
+            lines += [
+                f"printf %s {data} | base64 -d > /tmp/hg-in-{i}",
+                f"timeout -s KILL {timeout:g} /bin/bash --noprofile --norc -c {shlex.quote(command)} "
+                f"< /tmp/hg-in-{i} > /tmp/hg-out-{i} 2>/dev/null; echo $? > /tmp/hg-rc-{i}",
+                "kill -9 -1 2>/dev/null",
+            ]
+        lines += [
+            f'printf "%s %s %s\\n" {tag}-{i} "$(cat /tmp/hg-rc-{i})" "$(base64 -w0 < /tmp/hg-out-{i})"'
+            for i in range(len(commands))
+        ]
+        res = self.sh("\n".join(lines), timeout=timeout * len(commands) + 10)
+        reports: dict[str, list[str]] = {}
+        for line in res.stdout.splitlines():
+            if line.startswith(tag):
+                key, _, rest = line.partition(" ")
+                reports.setdefault(key, []).append(rest)
+        out: list[tuple[int | None, str]] = []
+        for i in range(len(commands)):
+            found = reports.get(f"{tag}-{i}", [])
+            try:
+                code, _, data = found[0].partition(" ") if len(found) == 1 else ("", "", "")
+                out.append((int(code), base64.b64decode(data, validate=True).decode("utf-8", "replace")))
+            except ValueError:
+                out.append((None, ""))
+        return out
 
     def python_check(self, code: str, payload: Any, timeout: float = 10) -> tuple[Any, str]:
         """Run ``code`` in the verifier sandbox's isolated Python and return what it reports.

@@ -145,10 +145,11 @@ class TermWriteScript(TerminalTask):
         fn = {"sum": sum, "max": max, "min": min}[self.params["op"]]
         rng = self.verify_rng()  # and inputs drawn now, which no agent can have memorized
         fresh = [[int(x) for x in rng.integers(-50, 100, size=int(rng.integers(2, 6)))] for _ in range(2)]
-        for args in [*self.params["tests"], *fresh]:
-            res = self.sh("/app/calc " + " ".join(str(a) for a in args), timeout=5)
-            if res.exit_code != 0 or res.stdout.strip() != str(fn(args)):
-                return False, f"/app/calc {args} printed {res.stdout.strip()!r} (exit {res.exit_code})"
+        cases = [*self.params["tests"], *fresh]
+        runs = self.sh_many(["/app/calc " + " ".join(str(a) for a in args) for args in cases])
+        for args, (code, stdout) in zip(cases, runs, strict=True):
+            if code != 0 or stdout.strip() != str(fn(args)):
+                return False, f"/app/calc {args} printed {stdout.strip()[:200]!r} (exit {code})"
         return True, ""
 
 

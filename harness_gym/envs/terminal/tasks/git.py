@@ -41,7 +41,19 @@ def blob_id(data: bytes) -> str:
 
 
 class _GitTask(TerminalTask):
+    def prefetch(self, *args: str) -> None:
+        """Run these git commands in one verifier sandbox; :meth:`git` then answers them (until
+        the next prefetch: each verify starts with one, so no answer outlives its check)."""
+        runs = self.sh_many([f"{GIT} {a}" for a in args], timeout=10)
+        self._git_answers = {
+            a: (out if code == 0 else None) for a, (code, out) in zip(args, runs, strict=True)
+        }
+
     def git(self, args: str) -> str | None:
+        """stdout of ``git args`` (``None`` when it fails), prefetched or run now."""
+        answers = getattr(self, "_git_answers", {})
+        if args in answers:
+            return answers[args]
         res = self.sh(f"{GIT} {args}", timeout=10)
         return res.stdout if res.exit_code == 0 else None
 
@@ -58,8 +70,7 @@ class _GitTask(TerminalTask):
 
     def commit(self, rev: str) -> tuple[list[str], str] | None:
         """(parents, message) of commit ``rev``, read from the object itself."""
-        sha = self.git(f"rev-parse --verify --quiet {rev}^{{commit}}")
-        text = self.git(f"cat-file commit {sha.strip()}") if sha else None
+        text = self.git(f"cat-file commit {rev}")
         if text is None:
             return None
         head, _, message = text.partition("\n\n")
@@ -145,6 +156,7 @@ class TermGitCommit(_GitTask):
         return f"cd /app && git add -A && git commit -qm '{self.params['message']}'"
 
     def verify(self) -> tuple[bool, str]:
+        self.prefetch("cat-file commit HEAD", "ls-tree -r -z --full-tree HEAD")
         head = self.commit("HEAD")
         if head is None:
             return False, "not a git repository"
@@ -184,6 +196,12 @@ class TermGitBranch(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
+        self.prefetch(
+            "symbolic-ref -q HEAD",
+            "rev-parse --verify --quiet refs/heads/main",
+            f"ls-tree -r -z --full-tree refs/heads/{p['branch']}",
+            f"merge-base --is-ancestor refs/heads/main refs/heads/{p['branch']}",
+        )
         if not self.on_main():
             return False, "HEAD is not main"
         main = self.git("rev-parse --verify --quiet refs/heads/main")
@@ -193,7 +211,7 @@ class TermGitBranch(_GitTask):
         name = p["file"].removesuffix(".txt")
         if tree is None or tree.get(p["file"]) not in (blob_id(name.encode()), blob_id(f"{name}\n".encode())):
             return False, f"{p['file']} is not committed on {p['branch']}"
-        if self.sh(f"{GIT} merge-base --is-ancestor refs/heads/main refs/heads/{p['branch']}").exit_code:
+        if self.git(f"merge-base --is-ancestor refs/heads/main refs/heads/{p['branch']}") is None:
             return False, f"{p['branch']} does not start from main"
         return True, ""
 
@@ -221,6 +239,7 @@ class TermGitRevert(_GitTask):
         return "cd /app && git revert --no-edit HEAD >/dev/null"
 
     def verify(self) -> tuple[bool, str]:
+        self.prefetch("cat-file commit HEAD", "ls-tree -r -z --full-tree HEAD")
         head = self.commit("HEAD")
         if head is None:
             return False, "not a git repository"
@@ -354,6 +373,11 @@ class TermGitMergeConflict(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
+        self.prefetch(
+            "cat-file commit HEAD",
+            "symbolic-ref -q HEAD",
+            "ls-tree -r -z --full-tree HEAD",
+        )
         head = self.commit("HEAD")
         if head is None:
             return False, "not a git repository"
@@ -404,6 +428,14 @@ class TermGitCherryPick(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
+        main_sha, branch_sha = self.baseline["refs/heads/main"], self.baseline[f"refs/heads/{p['branch']}"]
+        self.prefetch(
+            "cat-file commit HEAD",
+            "symbolic-ref -q HEAD",
+            f"ls-tree -r -z --full-tree {main_sha}",
+            f"ls-tree -r -z --full-tree {branch_sha}",
+            "ls-tree -r -z --full-tree HEAD",
+        )
         head = self.commit("HEAD")
         if head is None:
             return False, "not a git repository"
@@ -413,8 +445,8 @@ class TermGitCherryPick(_GitTask):
         if message.strip() != f"add {p['picked']}":
             return False, f"the new commit is {message.strip()[:100]!r}"
         main, branch = (
-            self.tree(self.baseline["refs/heads/main"]),
-            self.tree(self.baseline[f"refs/heads/{p['branch']}"]),
+            self.tree(main_sha),
+            self.tree(branch_sha),
         )
         if main is None or branch is None:
             return False, "the original commits are gone"
