@@ -3,7 +3,10 @@
 A terminal task builds an instance from a seeded generator (:meth:`TerminalTask.build`
 returns the files to write into ``/app`` and may ask for set-up commands that run in the
 sandbox, e.g. ``git init``), gives an instruction, and judges success by the final state of
-the working directory (:meth:`TerminalTask.verify`), never by the transcript. Its oracle is a
+the working directory (:meth:`TerminalTask.verify`), never by the transcript. At ``submit``
+every agent process is killed first; checks that run commands (:meth:`TerminalTask.sh`,
+:meth:`~TerminalTask.sh_many`, :meth:`~TerminalTask.python_check`) run in a fresh verifier
+sandbox the agent never shaped, and compare values, never success messages. Its oracle is a
 scripted shell solution (:meth:`TerminalTask.solution`), run with one ``run`` action and
 followed by ``submit``. The canonical actions are ``run(command)``, ``read_file(path)``,
 ``write_file(path, content)`` and ``submit()``.
