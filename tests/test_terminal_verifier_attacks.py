@@ -379,10 +379,11 @@ def test_every_attack_fails_as_an_unprivileged_user() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
-def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world() -> None:
+def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world(monkeypatch) -> None:
     """Before any check, every agent process is dead (a background writer stops writing);
     the verifier's sandbox has no agent home, its own empty $HOME, a read-only /app and the
     fixed environment, whatever the agent exported or planted."""
+    monkeypatch.setenv("HG_DECOY_SECRET", "decoy-" + "4711")
     task = TASKS["TermSortUnique"]()
     try:
         task.reset(np.random.default_rng(0))
@@ -401,7 +402,8 @@ def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world() 
         before = (task.app / "tick").read_text()
         res = sandbox.run_verifier(
             "env | sort; echo HOME=$HOME; ls -A $HOME | wc -l; ls /home/agent 2>&1; "
-            "touch /app/x 2>&1; echo cwd=$(pwd)"
+            "touch /app/x 2>&1; echo cwd=$(pwd); echo init=$(tr '\\0' ' ' < /proc/1/environ)"
+            "$(grep -c decoy-4711 /proc/[0-9]*/environ | grep -v ':0$')"
         )
         assert (task.app / "tick").read_text() == before, "an agent process still writes"
         out = res.stdout
@@ -410,6 +412,7 @@ def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world() 
         assert "PYTHONPATH" not in out and "GIT_CONFIG_GLOBAL=/dev/null" in out
         assert "No such file" in out and "Read-only file system" in out and "cwd=/app" in out
         assert not (task.app / "x").exists()
+        assert "\ninit=\n" in out + "\n" and "decoy-4711" not in out and str(task.app) not in out, out
         env_lines = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line and line[0].isupper()}
         assert env_lines <= set(VERIFIER_ENV) | {"PWD", "SHLVL", "_", "HOME", "OLDPWD", "cwd"}, env_lines
     finally:

@@ -545,7 +545,8 @@ class Sandbox:
         args += ["--dir", VERIFIER_ENV["HOME"], "--chdir", cwd]
         for key, value in {**VERIFIER_ENV, **(env or {})}.items():
             args += ["--setenv", key, value]
-        args += ["--remount-ro", "/", "--", "/bin/bash", "--noprofile", "--norc", "-c", command]
+        args += ["--remount-ro", "/"]
+        shell = ["--", "/bin/bash", "--noprofile", "--norc", "-c", command]
         rlimits = {
             "RLIMIT_CPU": lim.cpu_seconds,
             "RLIMIT_AS": lim.address_space,
@@ -555,16 +556,28 @@ class Sandbox:
         }
         start = time.monotonic()
         timed_out = False
+        # The options (host paths among them) go through a memfd (`--args`), not the command
+        # line, and bwrap starts with an empty environment: its init is the sandbox's /proc/1,
+        # which the checked code can read.
+        argfd = os.memfd_create("hg-verifier-args")
+        os.write(argfd, b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in args[1:]))
+        os.lseek(argfd, 0, os.SEEK_SET)
+        bwrap = shutil.which("bwrap") or "bwrap"
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                preexec_fn=lambda: _set_rlimits(rlimits),
-                **_as_user(self.uid),
-            )
+            try:
+                proc = subprocess.Popen(
+                    [bwrap, "--args", str(argfd), *shell],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env={},
+                    pass_fds=(argfd,),
+                    start_new_session=True,
+                    preexec_fn=lambda: _set_rlimits(rlimits),
+                    **_as_user(self.uid),
+                )
+            finally:
+                os.close(argfd)
             try:
                 code: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
