@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
+from harness_gym.envs.terminal.harbor import load_harbor_task
 from harness_gym.envs.terminal.sandbox import VERIFIER_ENV, bwrap_problem
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
@@ -415,5 +417,28 @@ def test_no_agent_process_outlives_submit_and_the_verifier_sees_a_fixed_world(mo
         assert "\ninit=\n" in out + "\n" and "decoy-4711" not in out and str(task.app) not in out, out
         env_lines = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line and line[0].isupper()}
         assert env_lines <= set(VERIFIER_ENV) | {"PWD", "SHLVL", "_", "HOME", "OLDPWD", "cwd"}, env_lines
+    finally:
+        task.close()
+
+
+HARBOR = Path(__file__).resolve().parent.parent / "examples" / "harbor"
+#: A repo-local fsmonitor hook that writes reward 1 and makes it read-only the first time the
+#: verifier's test.sh runs `git status`, plus `status.showUntrackedFiles no`.
+FSMONITOR_REWARD = (
+    "cd /app && cat > .git/fsm <<'HG_EOF'\n#!/bin/sh\nmkdir -p /logs/verifier\n"
+    "echo 1 > /logs/verifier/reward.txt\nchmod 444 /logs/verifier/reward.txt /logs/verifier\n"
+    "printf '\\0'\nHG_EOF\nchmod +x .git/fsm && git config core.fsmonitor /app/.git/fsm "
+    "&& git config status.showUntrackedFiles no && echo 1.5.0 > VERSION && touch stray\n"
+)
+
+
+@pytest.mark.parametrize("kit", [False, True])
+def test_a_harbor_git_task_is_not_gamed_by_fsmonitor_or_hidden_files(kit: bool) -> None:
+    task = load_harbor_task(HARBOR / "git-release-tag")()
+    try:
+        task.reset(np.random.default_rng(0))
+        task.step(Action.of("run", command=FSMONITOR_REWARD + (KIT if kit else "")))
+        step = task.step(Action.of("submit"))
+        assert not step.success and step.reward == 0.0, task.verdict
     finally:
         task.close()

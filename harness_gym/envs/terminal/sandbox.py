@@ -655,13 +655,15 @@ VERIFIER_ENV = {
     "PAGER": "cat",
     # Like `git -c` for every git the verifier runs (a task's test.sh too): these win over
     # the repository's own config, so no hook or fsmonitor of the agent's runs.
-    "GIT_CONFIG_COUNT": "3",
+    "GIT_CONFIG_COUNT": "4",
     "GIT_CONFIG_KEY_0": "core.hooksPath",
     "GIT_CONFIG_VALUE_0": "/dev/null",
     "GIT_CONFIG_KEY_1": "core.fsmonitor",
     "GIT_CONFIG_VALUE_1": "false",
     "GIT_CONFIG_KEY_2": "core.untrackedCache",
     "GIT_CONFIG_VALUE_2": "false",
+    "GIT_CONFIG_KEY_3": "status.showUntrackedFiles",
+    "GIT_CONFIG_VALUE_3": "all",
 }
 #: The file in an episode directory (outside what the sandbox mounts) naming its owner process.
 OWNER_FILE = ".hg-owner"
