@@ -663,14 +663,15 @@ def _rows(
             continue
         if estimator == PAIRED:
             n = present.sum(axis=0) @ (np.abs(a) > 1e-12).T
-        est = cluster_t(filled @ a.T, a @ means, _bounds(a, y_range), confidence)
+        theta = filled @ a.T
+        est = cluster_t(theta, a @ means, _bounds(a, y_range), confidence)
+        unmoved = bool(np.abs(theta).max() <= 1e-12) if theta.size else False
         note = withheld.get(f, "")
         if not note and est.clusters < 2:
             note = f"{est.clusters} (task, seed) cluster: an interval needs at least 2 (more seeds or tasks)"
         for j, level in enumerate(levels[f]):
-            out.append(
-                _record(agent, f, level, n[j], est.effect[j], est if not note else None, estimator, note, j)
-            )
+            row = _record(agent, f, level, n[j], est.effect[j], est if not note else None, estimator, note, j)
+            out.append({**row, "_unmoved": unmoved})
     adjusted = holm([r["p_value"] for r in out])
     for r, p in zip(out, adjusted):
         r["p_holm"] = p
@@ -845,10 +846,10 @@ def _unmet_levels(
 
 
 def _exact_zeros(records: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    """(agent, factor) pairs whose every level effect and interval is exactly zero."""
+    """(agent, factor) pairs where no cluster's value of any level effect moved from zero."""
     groups: dict[tuple[str, str], list[bool]] = {}
     for r in records:
-        zero = r["effect"] == 0 and r["effect_low"] == 0 and r["effect_high"] == 0
+        zero = bool(r.get("_unmoved"))
         groups.setdefault((r["agent"], r["factor"]), []).append(zero)
     return {k for k, v in groups.items() if all(v)}
 
