@@ -329,17 +329,16 @@ def cluster_t(
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise error control under any dependence);
-    NaN entries stay NaN and are not counted."""
-    p = np.asarray(p_values, dtype=float)
-    out = np.full(p.shape, math.nan)
-    idx = np.flatnonzero(~np.isnan(p))
-    order = idx[np.argsort(p[idx], kind="stable")]
-    m, running = len(order), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return [float(v) for v in out]
+    """Holm's step-down adjusted p-values (:func:`harness_gym.analysis.stats.holm`: family-wise
+    error control under any dependence) over the finite entries; NaN entries stay NaN."""
+    from harness_gym.analysis import stats
+
+    p = [float(v) for v in p_values]
+    finite = [i for i, v in enumerate(p) if v == v]
+    out = [math.nan] * len(p)
+    for i, v in zip(finite, stats.holm([p[i] for i in finite]) if finite else []):
+        out[i] = float(v)
+    return out
 
 
 def _one_way(theta: np.ndarray, groups: np.ndarray) -> float:
