@@ -383,6 +383,7 @@ TASK_COLUMNS = [
     "significant",
 ]
 HETEROGENEITY_COLUMNS = ["agent", "factor", "tasks", "p_value", "p_holm", "heterogeneous"]
+BASE_COLUMNS = ["agent", "factor", "bases", "p_value", "p_holm", "differs"]
 FIT_COLUMNS = ["agent", "lack_of_fit_p", "residual_df", "fits", "interactions", "withheld"]
 
 
@@ -394,8 +395,10 @@ class Effects:
     ``by_task``: the same effects within each task; ``heterogeneity``: per agent and factor,
     whether its effects differ between tasks; ``fit``: per agent, the lack-of-fit check of the
     main-effects model (least squares); ``unmet``: for flips, the levels no base harness takes;
-    ``no_effect``: per agent, the factors the report may call without effect (every level's
-    interval printed and containing zero, no task-level effect, nothing withheld or unmet).
+    ``bases``: for flips, per agent and factor, whether its effect differs between the bases;
+    ``no_effect``: per agent, the factors the report may call without detectable effect (every
+    level's interval printed, nothing significant overall or per task after Holm's correction,
+    no heterogeneity); ``exact_zero``: of those, the ones no cluster moved at all.
     """
 
     table: Any
@@ -406,6 +409,7 @@ class Effects:
     heterogeneity: Any = None
     fit: Any = None
     unmet: dict[str, list[str]] = field(default_factory=dict)
+    bases: Any = None
     no_effect: dict[str, list[str]] = field(default_factory=dict)
     exact_zero: dict[str, list[str]] = field(default_factory=dict)
 
@@ -503,6 +507,7 @@ def factor_effects(
     task_records: list[dict[str, Any]] = []
     het_records: list[dict[str, Any]] = []
     fit_records: list[dict[str, Any]] = []
+    base_records: list[dict[str, Any]] = []
     warnings: list[str] = []
     models: dict[str, Model] = {}
     unmet: dict[str, list[str]] = {}
@@ -537,8 +542,10 @@ def factor_effects(
             )
             warnings += _fit_warnings(agent, model, fit, withheld)
         else:
-            linear = _paired_linear(grid, flips, per_harness, factors, levels)
+            per_base: dict[str, list[np.ndarray]] = {}
+            linear = _paired_linear(grid, flips, per_harness, factors, levels, per_base)
             unmet = _unmet_levels(flips, per_harness, factors, levels, grid.harnesses)
+            base_records += _base_differences(agent, grid, per_base)
         records += _rows(
             agent, grid, linear, factors, levels, codes, y_range, confidence, withheld, estimator
         )
@@ -549,7 +556,15 @@ def factor_effects(
     by_task = pd.DataFrame.from_records(task_records, columns=TASK_COLUMNS)
     heterogeneity = pd.DataFrame.from_records(het_records, columns=HETEROGENEITY_COLUMNS)
     fit_table = pd.DataFrame.from_records(fit_records, columns=FIT_COLUMNS)
+    bases_table = pd.DataFrame.from_records(base_records, columns=BASE_COLUMNS)
     if flips:
+        for r in base_records:
+            if r["differs"]:
+                warnings.append(
+                    f"{r['agent']}: the effect of {r['factor']} differs between the base harnesses "
+                    f"(p = {r['p_value']:.2g}, Holm-adjusted {r['p_holm']:.2g}): it interacts with factors "
+                    "the bases differ in, so at levels no base takes its effect may differ again"
+                )
         unlinked = sorted({r["factor"] for r in records if r["effect"] != r["effect"]})
         if unlinked:
             warnings.append(
@@ -559,7 +574,9 @@ def factor_effects(
     else:
         design_warnings = _merge_warnings({a: m.warnings() for a, m in models.items()}, keep_aliases=False)
         warnings = design_warnings + warnings
-    effects = Effects(table, estimator, models, warnings, by_task, heterogeneity, fit_table, unmet)
+    effects = Effects(
+        table, estimator, models, warnings, by_task, heterogeneity, fit_table, unmet, bases_table
+    )
     effects.no_effect, effects.exact_zero = _without_effect(effects, grids, linear_zero=_exact_zeros(records))
     return effects
 
@@ -602,6 +619,7 @@ def _paired_linear(
     per_harness: Any,
     factors: Sequence[str],
     levels: Mapping[str, Sequence[str]],
+    per_base: dict[str, list[np.ndarray]] | None = None,
 ) -> dict[str, np.ndarray | None]:
     """Per factor, the ``levels x harnesses`` matrix of the paired-flip estimator: per base
     averaged over bases when each base was flipped to every level, else least squares on the
@@ -629,10 +647,12 @@ def _paired_linear(
             # Every base compared with every other level: per base, each level's deviation from
             # that base's average over levels; then the average over bases (equal weights), so
             # the estimand is the factor's mean effect over the base harnesses, interactions or not.
-            m = np.zeros((s, h))
-            for k in range(len(pairs)):
-                m += np.outer(np.eye(s)[c[k]] - 1.0 / s, diff[k]) / len(bases)
-            out[f] = m
+            at = {b: np.zeros((s, h)) for b in bases}  # each base's own level effects
+            for k, (b, _) in enumerate(pairs):
+                at[b] += np.outer(np.eye(s)[c[k]] - 1.0 / s, diff[k])
+            out[f] = sum(at.values()) / len(bases)
+            if per_base is not None:
+                per_base[f] = [at[b] for b in bases]
         else:
             lap = edge.T @ edge
             out[f] = None if np.linalg.matrix_rank(lap) < s - 1 else np.linalg.pinv(lap) @ edge.T @ diff
@@ -736,6 +756,29 @@ def _task_rows(
     return rows, het
 
 
+def mean_zero_test(z: np.ndarray) -> float:
+    """p-value that ``k`` cluster-level quantities (``z``: clusters x k) all have mean zero:
+    ``T = G |mean z|^2`` referred to a scaled F with Satterthwaite's degrees of freedom (for
+    ``k = 1`` exactly the squared t test). Every cluster equal: 1 if that value is zero, else
+    the chance that ``G`` clusters agree in sign under a symmetric null."""
+    from scipy import stats
+
+    z = np.asarray(z, dtype=float)
+    g = z.shape[0]
+    if g < 2 or z.size == 0:
+        return math.nan
+    k = z.shape[1]
+    zbar = z.mean(axis=0)
+    stat = g * float(zbar @ zbar)
+    lam = np.clip(np.linalg.eigvalsh(np.cov(z, rowvar=False).reshape(k, k)), 0.0, None)
+    total = float(lam.sum())
+    if total <= 1e-14:
+        return 1.0 if stat <= 1e-12 else 0.5 ** (g - 1)
+    c = float((lam**2).sum()) / total
+    nu = total**2 / float((lam**2).sum())
+    return float(stats.f.sf(stat / (c * nu), nu, g - 1))
+
+
 def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
     """Does the model of harness means fit this agent? A test that the part of the harness
     means no model term explains is zero (``E[r] = 0`` for ``r`` the residual coordinates of
@@ -743,8 +786,6 @@ def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
     Satterthwaite's degrees of freedom (``t^2`` exactly for one residual degree of freedom).
     When it fails, the omitted interactions that could explain it (their columns carry at
     least :data:`SHARE` of the misfit) are listed."""
-    from scipy import stats
-
     x = model.matrix
     g, h = filled.shape
     u, sv, _ = np.linalg.svd(x, full_matrices=True)
@@ -756,15 +797,7 @@ def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
         return out
     z = filled @ basis  # (G, k)
     zbar = z.mean(axis=0)
-    stat = g * float(zbar @ zbar)
-    lam = np.clip(np.linalg.eigvalsh(np.cov(z, rowvar=False).reshape(k, k)), 0.0, None)
-    total = float(lam.sum())
-    if total <= 1e-14:
-        p = 1.0 if stat <= 1e-12 else 0.5 ** (g - 1)
-    else:
-        c = float((lam**2).sum()) / total
-        nu = total**2 / float((lam**2).sum())
-        p = float(stats.f.sf(stat / (c * nu), nu, g - 1))
+    p = mean_zero_test(z)
     out["p"] = p
     out["fits"] = bool(p > LACK_OF_FIT_ALPHA)
     if not out["fits"]:
@@ -830,6 +863,25 @@ def _fit_warnings(agent: str, model: Model, fit: Mapping[str, Any], withheld: Ma
     return [text]
 
 
+def _base_differences(
+    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]]
+) -> list[dict[str, Any]]:
+    """Per factor flipped at two or more bases: a test that its level effects are the same at
+    every base (each cluster's differences between bases, :func:`mean_zero_test`), Holm over
+    the agent's factors. A difference is an interaction with the factors the bases differ in."""
+    filled = grid.filled()
+    out = []
+    for f, mats in per_base.items():
+        if len(mats) < 2:
+            continue
+        z = np.hstack([filled @ (m - mats[0]).T for m in mats[1:]])
+        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z)})
+    for r, p in zip(out, holm([r["p_value"] for r in out])):
+        r["p_holm"] = p
+        r["differs"] = bool(p <= ALPHA) if p == p else False
+    return out
+
+
 def _unmet_levels(
     flips: Sequence[Sequence[str]],
     per_harness: Any,
@@ -861,9 +913,9 @@ def _exact_zeros(records: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
 def _without_effect(
     effects: Effects, grids: Mapping[str, _Grid], linear_zero: set[tuple[str, str]]
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Per agent: factors with no detectable effect (every level's interval printed and holding
-    zero, no significant task-level effect, no heterogeneity), and of those the factors where
-    no cluster's paired difference moved at all."""
+    """Per agent: factors with no detectable effect (every level's interval printed, no level
+    significant after Holm's correction overall or in any task, no task heterogeneity, no
+    difference between flip bases), and of those the factors where no cluster moved at all."""
     table, by_task, het = effects.table, effects.by_task, effects.heterogeneity
     none: dict[str, list[str]] = {}
     exact: dict[str, list[str]] = {}
@@ -871,7 +923,7 @@ def _without_effect(
         rows = table[table["agent"] == agent]
         for f in dict.fromkeys(rows["factor"]):
             r = rows[rows["factor"] == f]
-            if r["effect_low"].isna().any() or not ((r["effect_low"] <= 0) & (r["effect_high"] >= 0)).all():
+            if r["effect_low"].isna().any():
                 continue
             if r["significant"].any():
                 continue
@@ -881,6 +933,11 @@ def _without_effect(
             hz = het[(het["agent"] == agent) & (het["factor"] == f)]
             if len(hz) and hz["heterogeneous"].any():
                 continue
+            bases = effects.bases
+            if bases is not None and len(bases):
+                bz = bases[(bases["agent"] == agent) & (bases["factor"] == f)]
+                if len(bz) and bz["differs"].any():
+                    continue
             none.setdefault(agent, []).append(f)
             if (agent, f) in linear_zero:
                 exact.setdefault(agent, []).append(f)

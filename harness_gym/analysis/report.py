@@ -474,6 +474,7 @@ def build_report(
         "marginal_effects_by_task.csv": estimated.by_task,
         "effects_heterogeneity.csv": estimated.heterogeneity,
         "effects_fit.csv": estimated.fit,
+        "effects_bases.csv": estimated.bases,
         "variance.csv": variance,
         "worst_harness.csv": worst,
     }
@@ -638,6 +639,19 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
             "(balanced:N+flips) or a design clear of interactions (foldover) measure them."
         )
     lines += [f"Warning: {w}." for w in estimated.warnings]
+    bases = getattr(estimated, "bases", None)
+    if estimated.estimator == PAIRED and bases is not None and len(bases):
+        lines.append(
+            "Each factor flipped at two or more bases is tested for an effect that differs between "
+            "bases (an interaction with the factors they differ in; Holm over each agent's factors): "
+            + (
+                "; ".join(
+                    f"`{a}` {f}" for a, f, d in zip(bases["agent"], bases["factor"], bases["differs"]) if d
+                )
+                or "none differs"
+            )
+            + "."
+        )
     for agent in dict.fromkeys(table["agent"]) if len(table) else []:
         none = estimated.no_effect.get(agent, [])
         exact = set(estimated.exact_zero.get(agent, []))
@@ -649,7 +663,10 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
             parts.append(f"no paired episode differed{where} for {', '.join(f for f in none if f in exact)}")
         rest = [f for f in none if f not in exact]
         if rest:
-            parts.append(f"no detectable effect{where} of {', '.join(rest)} (every interval holds zero)")
+            parts.append(
+                f"no detectable effect{where} of {', '.join(rest)} "
+                "(no level significant after Holm's correction)"
+            )
         lines.append(
             f"`{agent}`: " + "; ".join(parts) + ", in every task (no task-level effect, no task x "
             "factor heterogeneity)."
@@ -709,6 +726,15 @@ def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
         )
     elif design.get("balance"):
         lines.append(_balance_text(design["balance"]))
+    aliasing = design.get("interaction_aliasing")
+    if not base and aliasing is not None:
+        lines.append(
+            "Main effects are clear of two-factor interactions (resolution IV or more)."
+            if aliasing < 1e-9
+            else "Main effects are aliased with two-factor interactions (largest alias coefficient "
+            f"{aliasing:.2f}): an interaction would show up as a main effect, so each agent's "
+            "lack-of-fit check decides whether its main effects can be trusted (below)."
+        )
     return lines
 
 
