@@ -370,3 +370,27 @@ def test_coverage_and_false_positives_over_many_design_seeds(case) -> None:  # n
     assert total > 0
     assert share >= 0.90
     assert false <= 0.10
+
+
+def test_report_lists_only_holm_significant_effects_and_flags_cancelling_tasks() -> None:
+    from harness_gym.analysis.report import _effects_text, _top_effects
+
+    quiet, _ = run(MIXED, "balanced", null, 0, tasks=2, seeds=10, shared=True)
+    assert len(_top_effects(quiet.table)) == 0
+    said = " ".join(_effects_text(quiet, None))  # one coin per instance: no harness ever differs
+    assert "every task instance gives exactly zero effect of obs_format" in said
+    both, _ = run(BINARY, "balanced", cancelling, 0, tasks=2, seeds=20)
+    text = " ".join(_effects_text(both, None))
+    assert "Effects that differ by task" in text and "`x` parser" in text
+    assert "does not matter" not in text
+    assert "parser" not in text.split("no detectable effect")[-1].split(".")[0]
+
+
+@pytest.mark.parametrize("value", ["-1", "x"])
+def test_cli_rejects_a_bad_design_seed(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness_gym.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "--agent", "random", "--design-seed", value, "--out", "unused"])
+    assert info.value.code == 2
+    assert "--design-seed" in capsys.readouterr().err

@@ -660,7 +660,12 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
         where = " at the base harnesses" if estimated.estimator == PAIRED and estimated.unmet else ""
         parts = []
         if exact:
-            parts.append(f"no paired episode differed{where} for {', '.join(f for f in none if f in exact)}")
+            names = ", ".join(f for f in none if f in exact)
+            parts.append(
+                f"no paired episode differed{where} for {names}"
+                if estimated.estimator == PAIRED
+                else f"every task instance gives exactly zero effect of {names}"
+            )
         rest = [f for f in none if f not in exact]
         if rest:
             parts.append(
