@@ -147,7 +147,7 @@ def design(space: HarnessSpace, kind: str, seed: int) -> tuple[list, dict | None
     if kind == "foldover":
         counts = [len(f.levels) for f in space.factors]
         return space.points(clear_design(counts, seed)), None, []
-    base = space.balanced_design(2, max_points=2 if kind == "flips:2" else 6, seed=seed)
+    base = space.balanced_design(2, max_points=int(kind.split(":")[1]), seed=seed)
     d = space.flips(base, "all")
     points = space.points(d)
     names = [f"h{i:03d}" for i in range(len(points))]
@@ -352,6 +352,12 @@ SLOW_CASES = [
     (MIXED, "balanced", null, 2, 10, False),
     (MIXED, "balanced", null, 2, 10, True),
     (MIXED, "flips:6", null, 2, 10, False),
+    (MIXED, "flips:6", xml_and_yaml, 2, 10, False),
+    (MIXED, "flips:2", xml_and_yaml, 2, 10, False),
+    (MIXED, "covering", cancelling, 2, 10, True),
+    (BINARY, "flips:6", cancelling, 2, 10, False),
+    (MIXED, "covering", null, 2, 10, False),
+    (BINARY, "flips:1", xml_only, 2, 3, False),  # the demo's language-model sweep: 1 base, 6 clusters
 ]
 
 
