@@ -9,6 +9,7 @@ invalid-action policy and ``info`` says what went wrong.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, SupportsFloat
@@ -75,6 +76,8 @@ class HarnessEnv(gym.Env[str, str]):
         self._perturbations: list[Callable[[Harness], Harness]] = []
         self._harness_source: Callable[[int], Harness] | None = None
         self._perturbed_cache: tuple[Harness | None, Harness | None] = (None, None)
+        self._tools_of: Any = None
+        self._tools_pickle = b""
         self.harness: Harness = self.base_harness
         self._bind(self.base_harness)
         self._fields: dict[str, Any] = {}
@@ -116,7 +119,7 @@ class HarnessEnv(gym.Env[str, str]):
         info = self._info()
         info["system_prompt"] = self.bound.system_prompt
         info["examples"] = self.examples
-        info["tools"] = json.loads(self._tools_json)  # a fresh copy per episode
+        info["tools"] = self._tools_copy()
         return self._observation, info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -208,7 +211,7 @@ class HarnessEnv(gym.Env[str, str]):
         return harness
 
     def _bind(self, harness: Harness) -> None:
-        if harness == self.harness and hasattr(self, "bound"):
+        if hasattr(self, "bound") and (harness is self.harness or harness == self.harness):
             return
         bound = harness.bind(self.task.field_names, self.task.action_specs)
         self.harness, self.bound = harness, bound
@@ -300,6 +303,13 @@ class HarnessEnv(gym.Env[str, str]):
             text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
         return text
 
+    def _tools_copy(self) -> list[dict[str, Any]]:
+        """A fresh copy of the bound harness's function tools (a pickle loads fastest)."""
+        if self._tools_of is not self.bound:
+            self._tools_of = self.bound
+            self._tools_pickle = pickle.dumps(self.bound.openai_tools, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._tools_pickle)
+
     def _spec_copy(self) -> dict[str, Any]:
         """A fresh copy of the spec per info (users keep infos; nothing may be shared)."""
         spec = self._spec_dict.copy()
@@ -320,7 +330,7 @@ class HarnessEnv(gym.Env[str, str]):
             "invalid_actions": self._invalid,
             "last_error": self._last_error,
             "error_kind": self._error_kind,
-            "legal_actions": [self.bound.format_action(a) for a in self.legal_actions()],
+            "legal_actions": self.bound.legal_texts(self.task.legal_actions()),
         }
 
 

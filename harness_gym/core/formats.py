@@ -7,6 +7,7 @@ look inside a value for task meaning, so any task's fields render in any format.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -35,7 +36,12 @@ def _inline(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    text = str(value)
+    return _inline_text(str(value))
+
+
+@functools.lru_cache(maxsize=65536)
+def _inline_text(text: str) -> str:
+    # Memoized: observations repeat the same labels step after step.
     if text and _PLAIN.match(text) and not text.endswith(" "):
         return text
     return _quoted(text)
@@ -185,12 +191,14 @@ def render_key_value(fields: Fields) -> str:
     return "\n".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def _xml_tag(name: str) -> tuple[str, str]:
     if _XML_NAME.match(name) and not name.lower().startswith("xml"):
         return f"<{name}>", f"</{name}>"
     return f"<field name={quoteattr(name)}>", "</field>"
 
 
+@functools.lru_cache(maxsize=65536)
 def _xml_text(text: str) -> str:
     # XML 1.0 cannot carry most control characters or lone surrogates: escape them visibly.
     cleaned = (
