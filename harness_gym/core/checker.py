@@ -43,7 +43,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.env import HarnessEnv, unwrap_harness_env
+from harness_gym.core.env import HarnessEnv, presented_harness, unwrap_harness_env
 from harness_gym.core.harness import Harness, HarnessSpecError
 from harness_gym.core.task import Task
 from harness_gym.core.tools import ActionError
@@ -165,7 +165,7 @@ def check_harness(
     if isinstance(env_or_harness, gym.Env):
         base = unwrap_harness_env(env_or_harness, "check_harness")
         task_cls: type[Task] = type(base.task)
-        harness = base.harness
+        harness = presented_harness(env_or_harness)  # with its harness wrappers' changes
     else:
         if task is None:
             raise TypeError("check_harness(harness, task): pass the task id or class with a harness")
