@@ -154,7 +154,7 @@ class HarnessEnv(gym.Env[str, str]):
         terminated = False
         shown_error: str | None = None
         try:
-            parsed = self.bound.parse(action)
+            parsed = self.bound.parse_cached(action)
             problem = self.task.check(parsed)
             if problem is not None:
                 raise ActionError("illegal_action", problem)

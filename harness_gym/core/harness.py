@@ -380,7 +380,7 @@ class BoundHarness:
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
         #: Per action: its text when it round-trips through this harness, else ``None``.
         self._written: dict[Action, str | None] = {}
-        #: Texts known to round-trip, and the action each parses to (parse's fast path).
+        #: Texts known to round-trip, and the action each parses to (parse_cached answers them).
         self._known: dict[str, Action] = {}
 
     def example_reply(self, action: Action) -> str:
@@ -439,10 +439,13 @@ class BoundHarness:
         return self.toolbox.format(action)
 
     def parse(self, text: str) -> Action:
-        # A text this harness wrote for an action that round-trips parses back to that action:
-        # the toolbox proved it once, so the answer is remembered (the menu of an RL agent).
+        return self.toolbox.parse(text)
+
+    def parse_cached(self, text: str) -> Action:
+        """:meth:`parse`, answered from memory for a text this harness wrote for an action
+        that round-trips (the legal actions it listed): that text parses back to the action."""
         known = self._known.get(text)
-        return known if known is not None else self.toolbox.parse(text)
+        return known if known is not None else self.parse(text)
 
     def exposes(self, action: Action) -> bool:
         """Whether this harness offers a tool for ``action`` (dropped tools are hidden)."""
@@ -477,7 +480,7 @@ class BoundHarness:
         if len(written) >= 8192:
             written.clear()
             self._known.clear()
-        text = self.toolbox.format(action) if self.round_trip_error(action) is None else None
+        text = self.format_action(action) if self.round_trip_error(action) is None else None
         written[action] = text
         if text is not None:
             self._known[text] = action
