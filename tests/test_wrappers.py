@@ -240,3 +240,14 @@ def test_a_foreign_harness_request_is_a_clear_error() -> None:
 
     with pytest.raises(TypeError, match="HarnessRequest"):
         make_env("ClickTab").reset(seed=0, options={HARNESS_REQUEST: {"tool_style": "xml"}})
+
+
+def test_add_perturbation_configures_the_env_itself_under_wrappers() -> None:
+    env = make_env("ClickTab")
+    RestyleTools(env, "xml").reset(seed=0)  # an episode through a wrapper ...
+    env.add_perturbation(P.reformat("yaml"))  # ... does not leak into the env's own harness
+    assert env.harness == P.reformat("yaml")(env.base_harness)
+    _, info = env.reset(seed=0)
+    assert info["harness"]["obs_format"] == "yaml" and info["harness"]["tool_style"] == "json"
+    _, info = RestyleTools(env, "python").reset(seed=0)
+    assert (info["harness"]["obs_format"], info["harness"]["tool_style"]) == ("yaml", "python")

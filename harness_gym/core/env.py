@@ -209,7 +209,7 @@ class HarnessEnv(gym.Env[str, str]):
         perturbation that makes an invalid harness for this task raises
         :class:`~harness_gym.core.harness.HarnessSpecError` and is not kept.
         """
-        harness = perturbation(self.harness)
+        harness = perturbation(self.harness_for())  # this env's own harness, not a wrapper's
         harness.bind(self.task.field_names, self.task.action_specs)  # validate before keeping
         self._perturbations.append(perturbation)
         self._perturbed_cache = (None, None)
