@@ -30,6 +30,8 @@ def _quoted(text: str) -> str:
 
 def _inline(value: Any) -> str:
     """A scalar on one line: plain when safe, JSON-quoted otherwise."""
+    if type(value) is str:  # the common case first
+        return _inline_text(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -62,17 +64,23 @@ def _yaml_quoted(text: str) -> str:
 
 def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
-        plain = (
-            value
-            and _PLAIN.match(value)
-            and value.lower() not in _YAML_RESERVED
-            and not value[0].isdigit()
-            and value[0] not in "-?"
-            and ": " not in value
-            and not value.endswith(" ")
-        )
-        return value if plain else _yaml_quoted(value)
+        return _yaml_text(value)
     return _inline(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _yaml_text(value: str) -> str:
+    # Memoized, like _inline_text: the same labels and keys come back every step.
+    plain = (
+        value
+        and _PLAIN.match(value)
+        and value.lower() not in _YAML_RESERVED
+        and not value[0].isdigit()
+        and value[0] not in "-?"
+        and ": " not in value
+        and not value.endswith(" ")
+    )
+    return value if plain else _yaml_quoted(value)
 
 
 def _yaml_value(value: Any) -> str:
@@ -172,12 +180,19 @@ def render_markdown(fields: Fields) -> str:
 
 
 def _kv_lines(value: Any, path: str, out: list[str]) -> None:
+    # Scalar items are written here rather than by a recursive call (the same lines, fewer calls).
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            _kv_lines(item, f"{path}.{key}", out)
+            if isinstance(item, (dict, list)):
+                _kv_lines(item, f"{path}.{key}", out)
+            else:
+                out.append(f"{path}.{key} = {_inline(item)}")
     elif isinstance(value, list) and value:
         for i, item in enumerate(value):
-            _kv_lines(item, f"{path}[{i}]", out)
+            if isinstance(item, (dict, list)):
+                _kv_lines(item, f"{path}[{i}]", out)
+            else:
+                out.append(f"{path}[{i}] = {_inline(item)}")
     elif isinstance(value, (dict, list)):
         out.append(f"{path} = {_empty(value)}")
     else:
@@ -215,17 +230,24 @@ def _xml_text(text: str) -> str:
 
 
 def _xml_value(value: Any, out: list[str]) -> None:
+    # String items are written here rather than by a recursive call (the same text, fewer calls).
     if isinstance(value, dict):
         for key, item in value.items():
             open_, close = _xml_tag(str(key))
-            out.append(open_)
-            _xml_value(item, out)
-            out.append(close)
+            if type(item) is str:
+                out += (open_, _xml_text(item), close)
+            else:
+                out.append(open_)
+                _xml_value(item, out)
+                out.append(close)
     elif isinstance(value, list):
         for item in value:
-            out.append("<item>")
-            _xml_value(item, out)
-            out.append("</item>")
+            if type(item) is str:
+                out += ("<item>", _xml_text(item), "</item>")
+            else:
+                out.append("<item>")
+                _xml_value(item, out)
+                out.append("</item>")
     elif isinstance(value, str):
         out.append(_xml_text(value))
     else:
