@@ -94,7 +94,7 @@ def _yaml_value(value: Any) -> str:
 def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
     """Emit ``head`` (``"key:"`` or ``"-"``) and its value at ``indent`` spaces."""
     pad = " " * indent
-    if not _nested(value):
+    if not (isinstance(value, (dict, list)) and value):  # _nested, inlined: the hot path
         out.append(f"{pad}{head} {_yaml_value(value)}")
         return
     body: list[str] = []
@@ -136,12 +136,16 @@ def _md_lines(value: Any, depth: int, out: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, dict) and item:
-                parts = [f"{k}={_inline(v)}" for k, v in item.items() if not _nested(v)]
-                out.append(f"{pad}- " + " ".join(parts))
+                parts, nested = [], []  # one pass: scalars on the item's line, nested below
                 for k, v in item.items():
-                    if _nested(v):
-                        out.append(f"{pad}  - {k}:")
-                        _md_lines(v, depth + 2, out)
+                    if isinstance(v, (dict, list)) and v:
+                        nested.append((k, v))
+                    else:
+                        parts.append(f"{k}={_inline(v)}")
+                out.append(f"{pad}- " + " ".join(parts))
+                for k, v in nested:
+                    out.append(f"{pad}  - {k}:")
+                    _md_lines(v, depth + 2, out)
             elif isinstance(item, list) and item:
                 out.append(f"{pad}-")
                 _md_lines(item, depth + 1, out)
