@@ -66,7 +66,7 @@ def test_wrapper_stack_equals_spec_composition(order: tuple[int, ...]) -> None:
         env = wrap(env)
         perturbations.append(perturbation)
     direct = make_env("LoginUser", P.apply_all(PRESETS["BundleMarkdown"], perturbations))
-    assert env.unwrapped.harness == direct.harness
+    assert env.harness == direct.harness
     assert trace(env, 5) == trace(direct, 5)
     _, info = env.reset(seed=5)
     assert info["perturbations"] == [str(p) for p in perturbations]
@@ -174,3 +174,80 @@ def test_perturbations_apply_on_top_of_sampled_harnesses() -> None:
         _, info = env.reset(seed=seed)
         drawn = DEFAULT_SPACE.sample([3, seed])
         assert info["harness_id"] == P.reverse_fields()(drawn).id
+
+
+def _inner_view(env: gym.Env, seed: int) -> tuple:
+    """What an env presents on its own: harness id, rendered observation, how it parses."""
+    obs, info = env.reset(seed=seed)
+    json_text = '{"name": "click", "arguments": {"ref": 0}}'
+    xml_text = "<click><ref>0</ref></click>"
+    parses = []
+    for text in (json_text, xml_text):
+        env.reset(seed=seed)
+        *_, step_info = env.step(text)
+        parses.append(step_info["error_kind"])
+    return info["harness_id"], obs, info["system_prompt"], tuple(info["legal_actions"]), tuple(parses)
+
+
+@pytest.mark.parametrize("wrap", [s[0] for s in STEPS] + [lambda e: RestyleTools(e, "xml")])
+def test_wrapping_leaves_the_inner_env_unchanged(wrap) -> None:
+    inner = make_env("ClickButton")
+    before = _inner_view(inner, 3)
+    assert before[4][0] != "malformed" and before[4][1] == "malformed"  # JSON reads, XML does not
+    wrapped = wrap(inner)
+    assert _inner_view(inner, 3) == before, "wrapping changed the inner env"
+    wrapped.reset(seed=3)  # an episode through the wrapper ...
+    assert _inner_view(inner, 3) == before, "... leaves the inner env's own harness alone"
+    assert inner.harness == inner.base_harness and not inner._perturbations
+
+
+def test_restyled_wrapper_writes_xml_and_the_env_it_wraps_json() -> None:
+    inner = make_env("EnterText")
+    xml = RestyleTools(inner, "xml")
+    assert xml.harness.tool_style == "xml" and inner.harness.tool_style == "json"
+    _, info = xml.reset(seed=1)
+    assert all(t.startswith("<") for t in info["legal_actions"])
+    _, info = inner.reset(seed=1)
+    assert all(t.startswith("{") for t in info["legal_actions"])
+    assert inner.harness.id == make_env("EnterText").harness.id
+
+
+def test_one_env_under_two_stacks() -> None:
+    inner = make_env("LoginUser")
+    a, b = RestyleTools(inner, "python"), Reformat(inner, "yaml")
+    _, info_a = a.reset(seed=2)
+    _, info_b = b.reset(seed=2)
+    assert info_a["harness_id"] == P.restyle_tools("python")(inner.base_harness).id
+    assert info_b["harness_id"] == P.reformat("yaml")(inner.base_harness).id
+    assert info_a["perturbations"] == [str(P.restyle_tools("python"))]
+    assert info_b["perturbations"] == [str(P.reformat("yaml"))]
+    assert info_a["state_digest"] == info_b["state_digest"]
+
+
+def test_sampler_leaves_the_inner_env_unchanged() -> None:
+    inner = make_env("ClickTab")
+    before = _inner_view(inner, 0)
+    sampled = SampleHarness(inner, DEFAULT_SPACE, harness_seed=3)
+    ids = {sampled.reset(seed=s)[1]["harness_id"] for s in range(5)}
+    assert len(ids) > 1 and _inner_view(inner, 0) == before
+    fixed = SampleHarness(inner, DEFAULT_SPACE, harness_seed=9, per="env")
+    assert fixed.harness.id == fixed.reset(seed=4)[1]["harness_id"] != inner.base_harness.id
+    assert _inner_view(inner, 0) == before
+
+
+def test_a_foreign_harness_request_is_a_clear_error() -> None:
+    from harness_gym.core.env import HARNESS_REQUEST
+
+    with pytest.raises(TypeError, match="HarnessRequest"):
+        make_env("ClickTab").reset(seed=0, options={HARNESS_REQUEST: {"tool_style": "xml"}})
+
+
+def test_add_perturbation_configures_the_env_itself_under_wrappers() -> None:
+    env = make_env("ClickTab")
+    RestyleTools(env, "xml").reset(seed=0)  # an episode through a wrapper ...
+    env.add_perturbation(P.reformat("yaml"))  # ... does not leak into the env's own harness
+    assert env.harness == P.reformat("yaml")(env.base_harness)
+    _, info = env.reset(seed=0)
+    assert info["harness"]["obs_format"] == "yaml" and info["harness"]["tool_style"] == "json"
+    _, info = RestyleTools(env, "python").reset(seed=0)
+    assert (info["harness"]["obs_format"], info["harness"]["tool_style"]) == ("yaml", "python")

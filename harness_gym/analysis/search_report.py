@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from harness_gym.analysis.report_section import Section
 from harness_gym.analysis.search_run import SEARCH_FILE
 from harness_gym.core.intervals import MIN_PAIRS_FOR_INTERVAL
 
@@ -53,10 +54,8 @@ def plot_trajectory(trajectory: Any, path: Path) -> Path:
 
 
 def search_section(folder: str | Path, out: Path) -> Any:
-    """The report section of a search folder (a :class:`~harness_gym.analysis.report.Section`)."""
+    """The report section of a search folder (a :class:`~harness_gym.analysis.report_section.Section`)."""
     import pandas as pd
-
-    from harness_gym.analysis.report import Section
 
     folder = Path(folder)
     meta = json.loads((folder / SEARCH_FILE).read_text(encoding="utf-8"))

@@ -7,8 +7,13 @@ It checks, over a few seeds:
 - ``round_trip``: ``parse(format_action(a)) == a`` for every legal action along oracle and
   random trajectories; an action whose text is longer than ``max_action_chars`` is counted
   as ``inexpressible`` instead (the harness limits what can be written, as a dropped tool
-  does), which is also what the ceiling search leaves out;
-- ``determinism``: the same seed renders the same observations, legal actions and prompt;
+  does), which is also what the ceiling search leaves out. Every tool with a string
+  argument must also round-trip :data:`HARD_STRINGS` (quotes, newlines, backslashes,
+  non-ASCII text), which an agent may write though no legal action on the way holds them;
+- ``determinism``: the same seed renders the same observations, legal actions and prompt,
+  also when Python's and NumPy's global random states differ between the two runs (a task
+  that draws from them does not build its instance from the seed);
+- ``oracle_legal``: the task oracle's action is always among the task's legal actions;
 - ``pairing``: the task instance (state digest) is the one the canonical harness gets;
 - ``oracle``: for a pure-presentation harness (no dropped tool, budget not cut, every legal
   action met expressible), the oracle succeeds on exactly the seeds where it succeeds under
@@ -20,7 +25,10 @@ tasks (:data:`TASK_RULES`), so an out-of-tree task gets the same scrutiny:
 
 - ``oracle_optimal``: the oracle reaches the ceiling on every seed (the exact ceiling when a
   ``ceiling`` function is given and its search finishes, else success), with no invalid action;
+- ``oracle_legal``: the oracle's action is among the legal actions at every step;
 - ``instances_vary``: different seeds build different instances;
+- ``seed_decides``: the seed alone decides the instance and its future: the same seed builds
+  the same instance and oracle episode whatever Python's and NumPy's global random states;
 - ``random_agent``: a uniform random agent does not succeed too often;
 - ``tight_budget``: under a one-step budget the episode ends after one step and succeeds only
   where the oracle needs one step;
@@ -36,16 +44,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
+import random
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.env import HarnessEnv, unwrap_harness_env
+from harness_gym.core.env import HarnessEnv, presented_harness, unwrap_harness_env
 from harness_gym.core.harness import Harness, HarnessSpecError
-from harness_gym.core.task import Task
+from harness_gym.core.task import Action, Task
 from harness_gym.core.tools import ActionError
 
 #: Factors that bear on each check, so a failure reports the levels that matter.
@@ -57,7 +67,9 @@ CHECK_FACTORS: dict[str, tuple[str, ...]] = {
     "pairing": tuple(Harness.factor_names()),
     "oracle": tuple(Harness.factor_names()),
     "oracle_optimal": (),
+    "oracle_legal": (),
     "instances_vary": (),
+    "seed_decides": (),
     "random_agent": (),
     "tight_budget": ("step_budget",),
     "snapshot_restore": (),
@@ -67,8 +79,14 @@ CHECK_FACTORS: dict[str, tuple[str, ...]] = {
 TASK_RULES: dict[str, str] = {
     "oracle_optimal": "the oracle is the reference for ceilings, mismatch and every check_harness "
     "comparison; an oracle that misses the ceiling makes every harness look worse than it is",
+    "oracle_legal": "the ceiling search, the random agent and every policy choose among the legal "
+    "actions; an oracle acting outside them reaches what no policy can, so its success is not a "
+    "ceiling (an exact ceiling of 0 beside an oracle scoring 1)",
     "instances_vary": "instances that do not vary across seeds can be memorized, so success no longer "
     "shows that an agent read the observation, and seeds stop being independent samples",
+    "seed_decides": "paired episodes need the same instance under every harness for the same seed; "
+    "a task that draws from Python's or NumPy's global random state builds whatever other code "
+    "left there (draw from the rng passed to reset)",
     "random_agent": "when a random agent succeeds this often, success says little about what an "
     "agent understood and harness effects drown in luck",
     "tight_budget": "the step budget is a harness factor; a cut budget must end the episode when "
@@ -76,6 +94,21 @@ TASK_RULES: dict[str, str] = {
     "snapshot_restore": "the ceiling search and check_harness explore branches with snapshot() and "
     "restore(); a snapshot that does not bring back the state and its future makes ceilings wrong",
 }
+
+#: String arguments every tool must round-trip: quotes, newlines, backslashes, non-ASCII text.
+HARD_STRINGS: tuple[str, ...] = (
+    'say "hi"',
+    "it's",
+    "both ' and \"",
+    "two\nlines\n",
+    "back\\slash\\",
+    "tab\there",
+    "naïve café — 日本語 🙂",
+    "<b>&amp;</b>",
+    '{"a": [1]}',
+    "[x] (y), z;",
+    "  padded  ",
+)
 
 #: Largest share of episodes a uniform random agent may win (the built-in tasks' rule).
 MAX_RANDOM_SUCCESS = 0.8
@@ -165,7 +198,7 @@ def check_harness(
     if isinstance(env_or_harness, gym.Env):
         base = unwrap_harness_env(env_or_harness, "check_harness")
         task_cls: type[Task] = type(base.task)
-        harness = base.harness
+        harness = presented_harness(env_or_harness)  # with its harness wrappers' changes
     else:
         if task is None:
             raise TypeError("check_harness(harness, task): pass the task id or class with a harness")
@@ -186,6 +219,7 @@ def check_harness(
         return _finish(report, raise_on_failure)
     canonical = make_env(task_cls, Harness())
     _check_schema(env, report)
+    _check_hard_strings(env, report)
     pure = is_pure_presentation(harness, task_cls)
     for seed in seeds:
         _check_episode(env, canonical, seed, report, compare_oracle=pure, ceiling=ceiling)
@@ -238,6 +272,73 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
         _count(report, "schema")
 
 
+def _check_hard_strings(env: HarnessEnv, report: HarnessReport) -> None:
+    """Every exposed tool with a string argument must round-trip :data:`HARD_STRINGS` in it."""
+    env.reset(seed=0)
+    legal = env.task.legal_actions()
+    for spec in env.task.action_specs:
+        if spec.name not in env.bound.tool_names or not any(p.type == "str" for p in spec.params):
+            continue
+        template = next((a for a in legal if a.name == spec.name), None)
+        if template is not None:
+            values = dict(template.args)
+        elif all(p.type in ("int", "str") for p in spec.params):
+            values = {p.name: 0 if p.type == "int" else "x" for p in spec.params}
+        else:  # a parameter type this check cannot invent a value for
+            continue
+        for param in spec.params:
+            if param.type != "str":
+                continue
+            for hard in HARD_STRINGS:
+                action = Action(
+                    spec.name, tuple((n, hard if n == param.name else v) for n, v in values.items())
+                )
+                _count(report, "round_trip")
+                err = _round_trip_problem(env, action)
+                if err is not None:
+                    report.fail(
+                        "round_trip",
+                        f"{err}: string arguments with quotes, newlines, backslashes or non-ASCII text "
+                        "must round-trip, since an agent may write any text there",
+                    )
+                    break
+
+
+def _round_trip_problem(env: HarnessEnv, action: Action) -> str | None:
+    """Why ``action`` does not come back from its own text (``None``: it does, or is too long)."""
+    try:
+        text = env.format_action(action)
+    except Exception as err:  # noqa: BLE001 - a writer raising is a finding
+        return f"{action} cannot be written: {type(err).__name__}: {err}"
+    try:
+        back = env.bound.toolbox.parse(text)
+    except ActionError as err:
+        return None if err.kind == "too_long" else f"{action} written as {text!r} does not parse: {err}"
+    except Exception as err:  # noqa: BLE001 - a reader raising is a finding
+        return f"{action} written as {text!r} raises {type(err).__name__}: {err}"
+    return None if back == action else f"{action} written as {text!r} parses back as {back}"
+
+
+def _oracle_is_legal(task: Task) -> bool:
+    legal = task.legal_actions()
+    return not legal or task.oracle() in legal
+
+
+@contextmanager
+def global_random_state(*salt: int) -> Iterator[None]:
+    """Run with Python's and NumPy's global random generators seeded from ``salt``, then put
+    their states back: a task whose episode changes with ``salt`` draws from them."""
+    py_state, np_state = random.getstate(), np.random.get_state()
+    value = int(np.random.SeedSequence([7919, *salt]).generate_state(1)[0])
+    random.seed(value)
+    np.random.seed(value)
+    try:
+        yield
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+
+
 def _check_episode(
     env: HarnessEnv,
     canonical: HarnessEnv,
@@ -247,7 +348,10 @@ def _check_episode(
     ceiling: CeilingFn | None = None,
 ) -> None:
     before = len(report.inexpressible)
-    runs = [_play(env, seed, report) for _ in range(2)]
+    runs = []
+    for salt in (1, 2):  # other global random states: only the seed may decide the episode
+        with global_random_state(seed, salt):
+            runs.append(_play(env, seed, report))
     # A harness that cannot express an action met on this seed limits the agent, like a
     # dropped tool: the oracle may then fail here, and the ceiling says so too.
     compare_oracle = compare_oracle and len(report.inexpressible) == before
@@ -289,8 +393,17 @@ def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str,
     }
     done = False
     total = 0.0
+    flagged = False  # one oracle_legal failure per episode
     while not done:
         if report is not None:
+            _count(report, "oracle_legal")
+            if not flagged and not _oracle_is_legal(env.task):
+                flagged = True
+                report.fail(
+                    "oracle_legal",
+                    f"seed {seed}, step {info['step']}: the oracle's action {env.task.oracle()} is not "
+                    f"among the task's legal actions. Why it matters: {TASK_RULES['oracle_legal']}",
+                )
             _check_round_trips(env, report)
             # Also from a state off the oracle's path: one random legal action, then undo it.
             legal = env.legal_actions()
@@ -374,7 +487,9 @@ def _check_task_rules(
 ) -> None:
     rules: list[tuple[str, Callable[..., None]]] = [
         ("oracle_optimal", _rule_oracle_optimal),
+        ("oracle_legal", _rule_oracle_legal),
         ("instances_vary", _rule_instances_vary),
+        ("seed_decides", _rule_seed_decides),
         ("random_agent", _rule_random_agent),
         ("tight_budget", _rule_tight_budget),
         ("snapshot_restore", _rule_snapshot_restore),
@@ -461,6 +576,67 @@ def _rule_instances_vary(
             f"{len(seeds)} seeds built {len(digests)} distinct instance(s); at least {needed} expected "
             "(draw the instance from the rng passed to reset)",
         )
+
+
+def _rule_oracle_legal(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    env = HarnessEnv(task_cls, Harness())
+    for seed in seeds:
+        env.reset(seed=seed)
+        task, step, done = env.task, 0, False
+        while not done and step < task.max_steps:
+            _count(report, "oracle_legal")
+            legal = task.legal_actions()
+            if not legal:
+                break
+            action = task.oracle()
+            if action not in legal:
+                shown = ", ".join(str(a) for a in legal[:4]) + (" ..." if len(legal) > 4 else "")
+                report.fail(
+                    "oracle_legal",
+                    f"seed {seed}, step {step}: the oracle's action {action} is not among the legal "
+                    f"actions [{shown}]",
+                )
+                break
+            done = task.check(action) is not None or task.step(action).terminated
+            step += 1
+
+
+def _oracle_trace(env: HarnessEnv, seed: int) -> list[Any]:
+    """What the oracle's episode on ``seed`` shows: each state digest, observation and reward."""
+    obs, info = env.reset(seed=seed)
+    trace: list[Any] = [info["state_digest"], obs]
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(env.oracle_action())
+        trace += [env.task.digest(), obs, float(reward)]
+        done = terminated or truncated
+    return trace
+
+
+def _rule_seed_decides(
+    task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
+) -> None:
+    env = HarnessEnv(task_cls, Harness())
+    for seed in seeds:
+        _count(report, "seed_decides")
+        traces = []
+        for salt in (1, 2):
+            with global_random_state(seed, salt):
+                traces.append(_oracle_trace(env, seed))
+        if traces[0][0] != traces[1][0]:
+            report.fail(
+                "seed_decides",
+                f"seed {seed}: two resets built different instances (digest {traces[0][0]} vs "
+                f"{traces[1][0]}) when only Python's / NumPy's global random state differed",
+            )
+        elif traces[0] != traces[1]:
+            report.fail(
+                "seed_decides",
+                f"seed {seed}: the same instance led to a different oracle episode when only Python's / "
+                "NumPy's global random state differed (step draws from it)",
+            )
 
 
 def _rule_random_agent(

@@ -9,7 +9,9 @@ invalid-action policy and ``info`` says what went wrong.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -19,8 +21,8 @@ import numpy as np
 from harness_gym.core.grammar import ActionGrammar
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
-from harness_gym.core.spaces import UnicodeText
 from harness_gym.core.task import Action, Task
+from harness_gym.core.text_space import UnicodeText
 from harness_gym.core.tools import ActionError, preview
 
 #: Observations longer than this are cut (with a visible marker) to stay in the space.
@@ -28,6 +30,24 @@ MAX_OBSERVATION_CHARS = 262_144
 _TRUNCATED = "\n...[observation truncated]"
 #: Worked examples use seeds counting down from here (far from the seeds people pick).
 EXAMPLE_SEED = 2**31 - 2
+
+
+#: The ``reset`` option through which harness wrappers ask for an episode's harness.
+HARNESS_REQUEST = "harness_gym.harness_request"
+
+
+@dataclass(frozen=True)
+class HarnessRequest:
+    """What the harness wrappers above a HarnessEnv ask of one episode's harness.
+
+    ``source(seed)`` draws the harness to start from (``None``: the env's own); then the
+    ``perturbations`` apply in order, innermost wrapper first. Wrappers build a request on
+    the way down, in ``reset(options={HARNESS_REQUEST: request})``, so the env they wrap
+    keeps its own harness (Gymnasium's convention: a wrapper's state lives in the wrapper).
+    """
+
+    source: Callable[[int | None], Harness | None] | None = None
+    perturbations: tuple[Callable[[Harness], Harness], ...] = ()
 
 
 class HarnessEnv(gym.Env[str, str]):
@@ -74,7 +94,9 @@ class HarnessEnv(gym.Env[str, str]):
         self.base_harness = resolve_harness(harness)
         self._perturbations: list[Callable[[Harness], Harness]] = []
         self._harness_source: Callable[[int], Harness] | None = None
-        self._perturbed_cache: tuple[Harness | None, Harness | None] = (None, None)
+        self._perturbed_cache: tuple[Any, Harness | None] = (None, None)
+        self._tools_of: Any = None
+        self._tools_pickle = b""
         self.harness: Harness = self.base_harness
         self._bind(self.base_harness)
         self._fields: dict[str, Any] = {}
@@ -100,8 +122,7 @@ class HarnessEnv(gym.Env[str, str]):
         # Every episode gets an explicit integer seed, so any episode replays from its record.
         episode_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self._seed = int(episode_seed)
-        source = self._harness_source(self._seed) if self._harness_source else self.base_harness
-        self._bind(self._perturbed(source))
+        self._bind(self.harness_for(_request(options), self._seed))
         self._episode_examples = self._worked_examples(self._seed)
         self.task.reset(np.random.default_rng(self._seed))
         self._digest = self.task.digest()
@@ -116,7 +137,7 @@ class HarnessEnv(gym.Env[str, str]):
         info = self._info()
         info["system_prompt"] = self.bound.system_prompt
         info["examples"] = self.examples
-        info["tools"] = json.loads(self._tools_json)  # a fresh copy per episode
+        info["tools"] = self._tools_copy()
         return self._observation, info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -133,7 +154,7 @@ class HarnessEnv(gym.Env[str, str]):
         terminated = False
         shown_error: str | None = None
         try:
-            parsed = self.bound.parse(action)
+            parsed = self.bound.parse_cached(action)
             problem = self.task.check(parsed)
             if problem is not None:
                 raise ActionError("illegal_action", problem)
@@ -179,36 +200,57 @@ class HarnessEnv(gym.Env[str, str]):
     # -- the harness pipeline (used by harness_gym.wrappers) --------------------------------
 
     def add_perturbation(self, perturbation: Callable[[Harness], Harness]) -> None:
-        """Apply ``perturbation`` on top of the current ones, now and at every reset.
+        """Configure this env itself: apply ``perturbation`` on top of the current ones, now
+        and at every reset. (Wrappers leave the env they wrap alone and send their
+        perturbations with each reset instead, see :class:`HarnessRequest`.)
 
         Perturbations apply in the order they were added (a wrapper stack applies inside
         out), so stacking wrappers equals composing the perturbations on the spec. A
         perturbation that makes an invalid harness for this task raises
         :class:`~harness_gym.core.harness.HarnessSpecError` and is not kept.
         """
-        harness = perturbation(self.harness)
+        harness = perturbation(self.harness_for())  # this env's own harness, not a wrapper's
         harness.bind(self.task.field_names, self.task.action_specs)  # validate before keeping
         self._perturbations.append(perturbation)
         self._perturbed_cache = (None, None)
         self._bind(harness)
 
     def set_harness_source(self, source: Callable[[int], Harness] | None) -> None:
-        """Draw the pre-perturbation harness from ``source(episode_seed)`` at every reset."""
+        """Configure this env itself: draw the pre-perturbation harness from
+        ``source(episode_seed)`` at every reset (a wrapper's request overrides it)."""
         self._harness_source = source
 
-    def _perturbed(self, harness: Harness) -> Harness:
-        # Perturbations are pure: the same source gives the same result, so keep the last one.
-        cached_source, cached = self._perturbed_cache
-        if cached_source is harness and cached is not None:
+    def harness_for(self, request: HarnessRequest | None = None, seed: int | None = None) -> Harness:
+        """The harness an episode on ``seed`` gets when reset with ``request`` (changes nothing).
+
+        The request's source draws the starting harness (else the one set with
+        :meth:`set_harness_source`, else :attr:`base_harness`); this env's own perturbations
+        apply first, then the request's. ``seed=None`` previews: only sources that draw
+        without a seed (a harness drawn once per env) are asked.
+        """
+        request = request or _NO_REQUEST
+        start: Harness | None = None
+        if request.source is not None:
+            start = request.source(seed)
+        elif self._harness_source is not None and seed is not None:
+            start = self._harness_source(seed)
+        return self._perturbed(start or self.base_harness, (*self._perturbations, *request.perturbations))
+
+    def _perturbed(
+        self, harness: Harness, perturbations: tuple[Callable[[Harness], Harness], ...]
+    ) -> Harness:
+        # Perturbations are pure: the same source and perturbations give the same result.
+        key, cached = self._perturbed_cache
+        if cached is not None and key[0] is harness and key[1] == perturbations:
             return cached
-        source = harness
-        for perturbation in self._perturbations:
-            harness = perturbation(harness)
-        self._perturbed_cache = (source, harness)
-        return harness
+        result = harness
+        for perturbation in perturbations:
+            result = perturbation(result)
+        self._perturbed_cache = ((harness, perturbations), result)
+        return result
 
     def _bind(self, harness: Harness) -> None:
-        if harness == self.harness and hasattr(self, "bound"):
+        if hasattr(self, "bound") and (harness is self.harness or harness == self.harness):
             return
         bound = harness.bind(self.task.field_names, self.task.action_specs)
         self.harness, self.bound = harness, bound
@@ -300,6 +342,13 @@ class HarnessEnv(gym.Env[str, str]):
             text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
         return text
 
+    def _tools_copy(self) -> list[dict[str, Any]]:
+        """A fresh copy of the bound harness's function tools (a pickle loads fastest)."""
+        if self._tools_of is not self.bound:
+            self._tools_of = self.bound
+            self._tools_pickle = pickle.dumps(self.bound.openai_tools, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._tools_pickle)
+
     def _spec_copy(self) -> dict[str, Any]:
         """A fresh copy of the spec per info (users keep infos; nothing may be shared)."""
         spec = self._spec_dict.copy()
@@ -320,8 +369,41 @@ class HarnessEnv(gym.Env[str, str]):
             "invalid_actions": self._invalid,
             "last_error": self._last_error,
             "error_kind": self._error_kind,
-            "legal_actions": [self.bound.format_action(a) for a in self.legal_actions()],
+            "legal_actions": self.bound.legal_texts(self.task.legal_actions()),
         }
+
+
+_NO_REQUEST = HarnessRequest()
+
+
+def _request(options: Mapping[str, Any] | None) -> HarnessRequest | None:
+    request = (options or {}).get(HARNESS_REQUEST)
+    if request is not None and not isinstance(request, HarnessRequest):
+        raise TypeError(
+            f"reset option {HARNESS_REQUEST!r} must be a harness_gym.core.env.HarnessRequest, got "
+            f"{type(request).__name__}; to change the harness, wrap the env (harness_gym.wrappers)"
+        )
+    return request
+
+
+def stack_request(env: gym.Env) -> HarnessRequest:
+    """The request the harness wrappers of ``env`` (outermost first) send down at reset.
+
+    A wrapper takes part by defining ``harness_request(request) -> request``.
+    """
+    request = _NO_REQUEST
+    layer: Any = env
+    while isinstance(layer, gym.Wrapper):
+        contribute = getattr(type(layer), "harness_request", None)
+        if contribute is not None:
+            request = contribute(layer, request)
+        layer = layer.env
+    return request
+
+
+def presented_harness(env: gym.Env, seed: int | None = None) -> Harness:
+    """The harness a possibly wrapped HarnessEnv presents (for ``seed``, else a preview)."""
+    return unwrap_harness_env(env).harness_for(stack_request(env), seed)
 
 
 def unwrap_harness_env(env: gym.Env, user: str = "this") -> HarnessEnv:

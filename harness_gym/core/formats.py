@@ -7,14 +7,15 @@ look inside a value for task meaning, so any task's fields render in any format.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
-from xml.sax.saxutils import escape as _xml_escape
-from xml.sax.saxutils import quoteattr
 
-from harness_gym.core.plugins import LiveLevels
+from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
+from harness_gym.core.xml_text import escape as _xml_escape
+from harness_gym.core.xml_text import quoteattr
 
 Fields = Sequence[tuple[str, Any]]
 
@@ -29,13 +30,20 @@ def _quoted(text: str) -> str:
 
 def _inline(value: Any) -> str:
     """A scalar on one line: plain when safe, JSON-quoted otherwise."""
+    if type(value) is str:  # the common case first
+        return _inline_text(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    text = str(value)
+    return _inline_text(str(value))
+
+
+@functools.lru_cache(maxsize=65536)
+def _inline_text(text: str) -> str:
+    # Memoized: observations repeat the same labels step after step.
     if text and _PLAIN.match(text) and not text.endswith(" "):
         return text
     return _quoted(text)
@@ -56,17 +64,23 @@ def _yaml_quoted(text: str) -> str:
 
 def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
-        plain = (
-            value
-            and _PLAIN.match(value)
-            and value.lower() not in _YAML_RESERVED
-            and not value[0].isdigit()
-            and value[0] not in "-?"
-            and ": " not in value
-            and not value.endswith(" ")
-        )
-        return value if plain else _yaml_quoted(value)
+        return _yaml_text(value)
     return _inline(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _yaml_text(value: str) -> str:
+    # Memoized, like _inline_text: the same labels and keys come back every step.
+    plain = (
+        value
+        and _PLAIN.match(value)
+        and value.lower() not in _YAML_RESERVED
+        and not value[0].isdigit()
+        and value[0] not in "-?"
+        and ": " not in value
+        and not value.endswith(" ")
+    )
+    return value if plain else _yaml_quoted(value)
 
 
 def _yaml_value(value: Any) -> str:
@@ -80,7 +94,7 @@ def _yaml_value(value: Any) -> str:
 def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
     """Emit ``head`` (``"key:"`` or ``"-"``) and its value at ``indent`` spaces."""
     pad = " " * indent
-    if not _nested(value):
+    if not (isinstance(value, (dict, list)) and value):  # _nested, inlined: the hot path
         out.append(f"{pad}{head} {_yaml_value(value)}")
         return
     body: list[str] = []
@@ -122,12 +136,16 @@ def _md_lines(value: Any, depth: int, out: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, dict) and item:
-                parts = [f"{k}={_inline(v)}" for k, v in item.items() if not _nested(v)]
-                out.append(f"{pad}- " + " ".join(parts))
+                parts, nested = [], []  # one pass: scalars on the item's line, nested below
                 for k, v in item.items():
-                    if _nested(v):
-                        out.append(f"{pad}  - {k}:")
-                        _md_lines(v, depth + 2, out)
+                    if isinstance(v, (dict, list)) and v:
+                        nested.append((k, v))
+                    else:
+                        parts.append(f"{k}={_inline(v)}")
+                out.append(f"{pad}- " + " ".join(parts))
+                for k, v in nested:
+                    out.append(f"{pad}  - {k}:")
+                    _md_lines(v, depth + 2, out)
             elif isinstance(item, list) and item:
                 out.append(f"{pad}-")
                 _md_lines(item, depth + 1, out)
@@ -166,12 +184,19 @@ def render_markdown(fields: Fields) -> str:
 
 
 def _kv_lines(value: Any, path: str, out: list[str]) -> None:
+    # Scalar items are written here rather than by a recursive call (the same lines, fewer calls).
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            _kv_lines(item, f"{path}.{key}", out)
+            if isinstance(item, (dict, list)):
+                _kv_lines(item, f"{path}.{key}", out)
+            else:
+                out.append(f"{path}.{key} = {_inline(item)}")
     elif isinstance(value, list) and value:
         for i, item in enumerate(value):
-            _kv_lines(item, f"{path}[{i}]", out)
+            if isinstance(item, (dict, list)):
+                _kv_lines(item, f"{path}[{i}]", out)
+            else:
+                out.append(f"{path}[{i}] = {_inline(item)}")
     elif isinstance(value, (dict, list)):
         out.append(f"{path} = {_empty(value)}")
     else:
@@ -185,12 +210,14 @@ def render_key_value(fields: Fields) -> str:
     return "\n".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def _xml_tag(name: str) -> tuple[str, str]:
     if _XML_NAME.match(name) and not name.lower().startswith("xml"):
         return f"<{name}>", f"</{name}>"
     return f"<field name={quoteattr(name)}>", "</field>"
 
 
+@functools.lru_cache(maxsize=65536)
 def _xml_text(text: str) -> str:
     # XML 1.0 cannot carry most control characters or lone surrogates: escape them visibly.
     cleaned = (
@@ -207,17 +234,24 @@ def _xml_text(text: str) -> str:
 
 
 def _xml_value(value: Any, out: list[str]) -> None:
+    # String items are written here rather than by a recursive call (the same text, fewer calls).
     if isinstance(value, dict):
         for key, item in value.items():
             open_, close = _xml_tag(str(key))
-            out.append(open_)
-            _xml_value(item, out)
-            out.append(close)
+            if type(item) is str:
+                out += (open_, _xml_text(item), close)
+            else:
+                out.append(open_)
+                _xml_value(item, out)
+                out.append(close)
     elif isinstance(value, list):
         for item in value:
-            out.append("<item>")
-            _xml_value(item, out)
-            out.append("</item>")
+            if type(item) is str:
+                out += ("<item>", _xml_text(item), "</item>")
+            else:
+                out.append("<item>")
+                _xml_value(item, out)
+                out.append("</item>")
     elif isinstance(value, str):
         out.append(_xml_text(value))
     else:
@@ -383,3 +417,13 @@ def register_format(name: str, renderer: Callable[[Fields], str]) -> None:
     if name in RENDERERS and RENDERERS[name] is not renderer:
         raise ValueError(f"observation format {name!r} is already registered")
     RENDERERS[name] = renderer
+
+
+def _register_format_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.formats`` entry point: a renderer (fields -> str)."""
+    if not callable(obj):
+        raise PluginError(f"a harness_gym.formats entry point must name a renderer (fields -> str): {obj!r}")
+    register_format(name, obj)
+
+
+set_loader("formats", _register_format_plugin)

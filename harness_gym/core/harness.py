@@ -102,9 +102,7 @@ EXAMPLES: dict[str, str] = {
 FAMILY_OPTIONS: dict[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {}
 
 
-def register_family_options(
-    family: str, normalize: Callable[[Mapping[str, Any]], Mapping[str, Any]]
-) -> None:
+def register_family_options(family: str, normalize: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> None:
     """Let harnesses carry ``family``'s options, checked and normalized by ``normalize``."""
     FAMILY_OPTIONS[family] = normalize
 
@@ -380,7 +378,10 @@ class BoundHarness:
         )
         self.openai_tools = self.toolbox.openai_tools()
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
-        self._expressible: dict[Action, bool] = {}
+        #: Per action: its text when it round-trips through this harness, else ``None``.
+        self._written: dict[Action, str | None] = {}
+        #: Texts known to round-trip, and the action each parses to (parse_cached answers them).
+        self._known: dict[str, Action] = {}
 
     def example_reply(self, action: Action) -> str:
         """``action`` as this harness's channel expects the agent to reply with it."""
@@ -440,6 +441,12 @@ class BoundHarness:
     def parse(self, text: str) -> Action:
         return self.toolbox.parse(text)
 
+    def parse_cached(self, text: str) -> Action:
+        """:meth:`parse`, answered from memory for a text this harness wrote for an action
+        that round-trips (the legal actions it listed): that text parses back to the action."""
+        known = self._known.get(text)
+        return known if known is not None else self.parse(text)
+
     def exposes(self, action: Action) -> bool:
         """Whether this harness offers a tool for ``action`` (dropped tools are hidden)."""
         return action.name in self.tool_names
@@ -452,12 +459,32 @@ class BoundHarness:
         action that fails this is out of every policy's reach, like a dropped tool, so
         ceilings and legal-action lists leave it out. Memoized per action.
         """
-        known = self._expressible.get(action)
-        if known is None:
-            if len(self._expressible) >= 8192:
-                self._expressible.clear()
-            known = self._expressible[action] = self.round_trip_error(action) is None
-        return known
+        return self._written_text(action) is not None
+
+    def legal_texts(self, actions: Sequence[Action]) -> list[str]:
+        """The texts of the ``actions`` this harness can express, in order (memoized per action)."""
+        written = self._written
+        out = []
+        for action in actions:
+            text = written.get(action, False)
+            if text is False:
+                text = self._written_text(action)
+            if text is not None:
+                out.append(text)
+        return out
+
+    def _written_text(self, action: Action) -> str | None:
+        written = self._written
+        if action in written:
+            return written[action]
+        if len(written) >= 8192:
+            written.clear()
+            self._known.clear()
+        text = self.format_action(action) if self.round_trip_error(action) is None else None
+        written[action] = text
+        if text is not None:
+            self._known[text] = action
+        return text
 
     def round_trip_error(self, action: Action) -> ActionError | None:
         """Why ``action`` cannot be written and read back through this harness, or ``None``."""

@@ -2,6 +2,7 @@
 
 from harness_gym.wrappers.discrete import DiscreteActions
 from harness_gym.wrappers.encoding import HashedFeatures, TextEncoder
+from harness_gym.wrappers.harness_wrapper import HarnessWrapper
 from harness_gym.wrappers.perturbation import (
     ChangeControl,
     ChangeToolNaming,
@@ -22,6 +23,7 @@ __all__ = [
     "ChangeToolNaming",
     "DiscreteActions",
     "DropTools",
+    "HarnessWrapper",
     "HashedFeatures",
     "PerturbHarness",
     "Reformat",

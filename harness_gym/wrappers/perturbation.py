@@ -8,32 +8,45 @@ innermost first::
     env = ReorderFields(RestyleTools(gym.make("harness_gym/EnterText-Json-v0"), "xml"))
     # same env as make_env("EnterText", Harness(tool_style="xml", field_order="reversed"))
 
-``info["perturbations"]`` lists what was applied. Note that a wrapper configures the env it
-wraps: wrap a fresh env for every stack.
+``info["perturbations"]`` lists what was applied. A wrapper keeps its perturbation to
+itself and sends it down with each reset (:class:`~harness_gym.core.env.HarnessRequest`), so
+the env it wraps is unchanged: one env can sit under several stacks, and ``env.reset()``
+still presents ``env``'s own harness. ``wrapper.harness`` is the harness the stack presents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from harness_gym.core import perturbations as P
-from harness_gym.core.env import unwrap_harness_env
+from harness_gym.core.env import HarnessRequest, presented_harness, unwrap_harness_env
 from harness_gym.core.perturbations import Perturbation
+from harness_gym.wrappers.harness_wrapper import HarnessWrapper
 
 
-class PerturbHarness(gym.Wrapper):
-    """Apply any perturbation (a pure ``Harness -> Harness`` function) to the env's harness."""
+class PerturbHarness(HarnessWrapper):
+    """Apply any perturbation (a pure ``Harness -> Harness`` function) to the stack's harness.
+
+    The perturbed harness is checked against the task now: a perturbation that makes an
+    invalid harness raises :class:`~harness_gym.core.harness.HarnessSpecError` here.
+    """
 
     def __init__(self, env: gym.Env, perturbation: Perturbation) -> None:
         super().__init__(env)
         self.perturbation = perturbation
-        unwrap_harness_env(env, "harness wrappers").add_perturbation(perturbation)
+        task = self.harness_env.task
+        perturbation(presented_harness(env)).bind(task.field_names, task.action_specs)
+
+    def harness_request(self, request: HarnessRequest) -> HarnessRequest:
+        # The wrappers above come later in the order: this one applies before theirs.
+        return dataclasses.replace(request, perturbations=(self.perturbation, *request.perturbations))
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
+        obs, info = super().reset(**kwargs)
         info["perturbations"] = [*info.get("perturbations", []), str(self.perturbation)]
         return obs, info
 
