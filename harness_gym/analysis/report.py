@@ -359,7 +359,7 @@ def plot_harness_spread(worst: Any, agents: Sequence[str], path: Path) -> Path:
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("success rate")
     ax.set_title(
-        "per task: worst to best harness (bar; faint: not significant after Holm) and the mean (dot)",
+        "per task: worst to best harness (hatched: not significant), mean (dot)",
         fontsize=9,
     )
     fig.legend(fontsize=7, loc="outside lower center", ncol=min(4, len(agents)), frameon=False)
