@@ -172,13 +172,21 @@ def json_integer(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, Decimal) and value.is_finite() and abs(value) < _MAX_JSON_INT:
+    if isinstance(value, Decimal) and value.is_finite() and (value.is_zero() or value.adjusted() < 18):
         integral = value.to_integral_value()
         return int(integral) if integral == value else None
     return None
 
 
-_MAX_JSON_INT = Decimal(10) ** 18
+def dump_json(value: Any) -> str:
+    """``json.dumps`` of a value :func:`load_json` read (its numbers written back as numbers)."""
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return _plain_number(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _plain_number(value: Any) -> Any:
@@ -429,19 +437,19 @@ class Toolbox:
         if isinstance(arguments, dict):
             arguments = {k: _plain_number(v) for k, v in arguments.items()}
         if self.style == "json":
-            return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+            return dump_json({"name": name, "arguments": arguments})
         if self.style == "json_flat":
             if not isinstance(arguments, dict) or FLAT_KEY in arguments:
                 # Not an object of arguments: written so that the parser reports it.
-                return json.dumps({FLAT_KEY: name, "arguments": arguments}, ensure_ascii=False)
-            return json.dumps({FLAT_KEY: name, **arguments}, ensure_ascii=False)
+                return dump_json({FLAT_KEY: name, "arguments": arguments})
+            return dump_json({FLAT_KEY: name, **arguments})
         if self.style in STYLES:
             if not isinstance(arguments, dict):
                 return f"{name} {arguments!r}"  # left for parse to report
             return STYLES[self.style].write(name, [(str(k), v) for k, v in arguments.items()])
         if not isinstance(arguments, dict):
             # Not an object: written so that the style's parser reports a malformed call.
-            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            raw = arguments if isinstance(arguments, str) else dump_json(arguments)
             if self.style in ("python", "python_positional"):
                 return f"{name}({raw}"
             if self.style == "bracket":
@@ -462,8 +470,8 @@ class Toolbox:
             if len(known) < len(tool.arg_names) and len(pairs) > len(known):
                 # Names that cannot be placed: written so that the parser reports them.
                 if self.style == "bracket":
-                    return f"{name} [{json.dumps(arguments)}"
-                return f"{name} {_shell_quote(json.dumps(arguments))} '"
+                    return f"{name} [{dump_json(arguments)}"
+                return f"{name} {_shell_quote(dump_json(arguments))} '"
         if self.style == "bracket":
             return " ".join([name, *(f"[{_written_value(v)}]" for _, v in pairs)])
         values = [
@@ -850,7 +858,7 @@ def _xml_unescape(text: str) -> str:
 
 def _written_value(value: Any) -> str:
     """A decoded JSON value as text (an integer as digits, a string as itself)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else dump_json(value)
 
 
 def _shell_quote(text: str) -> str:
