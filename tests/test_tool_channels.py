@@ -97,3 +97,14 @@ def test_a_native_channel_that_cannot_act_has_no_legal_actions() -> None:
         assert env.legal_actions() == []
     finally:
         type(bound.toolbox).write_call = broken  # type: ignore[method-assign]
+
+
+def test_check_fails_when_the_native_write_back_cannot_act(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness_gym.core.checker import check_harness
+    from harness_gym.core.tools import Toolbox
+
+    harness = Harness(tool_style="bracket", tool_channel="native")
+    assert check_harness(harness, "ClickButton", seeds=range(2), raise_on_failure=False).ok
+    monkeypatch.setattr(Toolbox, "write_call", lambda self, name, arguments: f"{name} 2")
+    report = check_harness(harness, "ClickButton", seeds=range(2), raise_on_failure=False)
+    assert not report.ok
