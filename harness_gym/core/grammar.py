@@ -7,9 +7,12 @@ the reply is a call object (the ``json`` tool style, or any style on the ``nativ
 whose reply is ``{"name": ..., "arguments": {...}}``), a regular expression otherwise. With
 it, format errors are impossible and what is left of the mismatch is the agent's choice.
 
-When a step has more legal actions than ``max_alternatives``, the grammar is per tool
-instead (tool names and typed arguments, strings bounded by ``max_string``): every valid
-action still matches, but so do some invalid ones, and :attr:`ActionGrammar.exact` says so.
+When a step has more legal actions than ``max_alternatives`` (or lists none), the grammar is
+per tool instead (tool names and typed arguments, strings bounded by ``max_string``): every
+valid action still matches, but so do some illegal ones, and :attr:`ActionGrammar.exact`
+says so. Per-tool or exact, every string a grammar admits parses (an illegal action is a
+legal reply's shape with other values, never a format error); JSON schemas count ``2.0`` as
+the integer 2, and so do the parsers.
 """
 
 from __future__ import annotations
