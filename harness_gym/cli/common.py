@@ -17,6 +17,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -167,10 +168,10 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
     """An argparse ``type=``: an integer ``>= low`` (the error names the bound)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        # ASCII digits only: int() also reads "1_0" as 10 and non-ASCII digits such as "٢".
+        if not re.fullmatch(r"[+-]?[0-9]+", text.strip(), re.ASCII):
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+        value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}{what}, got {value}")
         return value
