@@ -188,3 +188,33 @@ def test_typed_u_fffe_keeps_the_xml_observation_well_formed() -> None:
             xml.dom.minidom.parseString(obs.encode("utf-8"))
             return
     pytest.skip("EnterText listed no type action")
+
+
+@pytest.mark.parametrize("style", TOOL_STYLES)
+def test_two_native_tool_calls_in_one_reply_are_multiple_actions(style: str) -> None:
+    from harness_gym.llm.agent import LLMAgent
+    from harness_gym.llm.types import Completion, ToolCall
+
+    env = make_env("ClickButton", Harness(tool_style=style, tool_channel="native"))
+    _, info = env.reset(seed=0)
+    first, second = env.legal_actions()[:2]
+    calls = [ToolCall(*env.bound.toolbox.call(a)) for a in (first, second)]
+    calls = [ToolCall(c.name, json.dumps(c.arguments)) for c in calls]
+    agent = LLMAgent(env, backend=None, cache=None)  # type: ignore[arg-type]
+    agent.reset(seed=0)
+    agent.request(*env.reset(seed=0))
+    text = agent.receive(Completion(text="", tool_calls=calls))
+    assert _kind(env.bound.toolbox, text) == "multiple_actions", text
+    agent.request(*env.reset(seed=0))
+    assert env.bound.parse(agent.receive(Completion(text="", tool_calls=calls[:1]))) == first
+
+
+def test_a_hermes_tool_call_with_a_key_twice_is_not_a_call() -> None:
+    from harness_gym.llm.transformers_backend import hermes_tool_calls
+
+    _, calls = hermes_tool_calls(
+        '<tool_call>{"name": "select", "name": "click", "arguments": {}}</tool_call>'
+    )
+    assert calls == []
+    _, calls = hermes_tool_calls('<tool_call>{"name": "click", "arguments": {"ref": 2.0}}</tool_call>')
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("click", {"ref": 2})]
