@@ -54,7 +54,7 @@ def test_the_oracle_acts_through_every_style_channel_and_parser(
     style: str, channel: str, parser: str
 ) -> None:
     harness = Harness(tool_style=style, tool_channel=channel, parser=parser)
-    paths = ("text",) if channel == "text" else ("native", "constrained")
+    paths = ("text",) if channel == "text" else ("text", "native", "constrained")
     for k, task in enumerate(TASKS):
         for path in paths:
             assert _play(harness, task, seed=k, path=path)["success"], (task, path)
