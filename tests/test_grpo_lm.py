@@ -83,7 +83,7 @@ def test_micro_batches_must_split_a_step_evenly() -> None:
     [
         (["--env", "harness_gym/ClickLink-v0"], "one task"),
         (["--grouping", "cross"], "at least two"),
-        (["--temperature", "0"], "--temperature must be > 0"),
+        (["--temperature", "0"], "--temperature: must be > 0"),
         (["--subset", "balanced:1"], "--subset needs --space"),
         (["--lora-r", "-1"], "--lora-r"),
         (["--group-size", "4", "--micro-batch", "3"], "--micro-batch 3 must divide the 4 episodes"),

@@ -178,7 +178,7 @@ def test_worked_examples_never_show_the_episode_instance() -> None:
 
     env = _env("ClickButton", few_shot=1).unwrapped
     _, info = env.reset(seed=EXAMPLE_SEED)
-    examples = env._worked_examples(EXAMPLE_SEED)
+    examples, _ = env._worked_examples(info["state_digest"])
     probe = _env("ClickButton").unwrapped
     probe.reset(seed=EXAMPLE_SEED)
     assert examples and examples[0][0] != probe.bound.render(probe.task.fields())

@@ -136,8 +136,18 @@ class AgentSpec:
         return self
 
     def build(self, env: gym.Env) -> Any:
-        """Build the agent for ``env`` and check it speaks the agent protocol."""
-        agent = self.factory()(env)
+        """Build the agent for ``env`` and check it speaks the agent protocol.
+
+        A user's factory (``MODULE:FACTORY``, a file, a plugin) that raises is an
+        :class:`AgentSpecError` naming it; the built-in agents' errors propagate (bugs)."""
+        factory = self.factory()
+        if self.kind in ("callable", "plugin"):
+            try:
+                agent = factory(env)
+            except Exception as err:  # noqa: BLE001 - the user's code
+                raise AgentSpecError(f"agent {self.name!r}: its factory raised {_user_error(err)}") from None
+        else:
+            agent = factory(env)
         missing = [m for m in ("reset", "act") if not callable(getattr(agent, m, None))]
         if missing:
             raise AgentSpecError(
@@ -258,6 +268,8 @@ def _import_target(target: str) -> AgentFactory:
         raise AgentSpecError(
             f"unknown agent {target!r}: cannot import module {where!r} ({err}); valid forms: {_forms()}"
         ) from None
+    except Exception as err:  # noqa: BLE001 - the user's code: a syntax error, a raise on import
+        raise AgentSpecError(f"agent {target!r}: importing {where!r} failed: {_user_error(err)}") from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -266,6 +278,13 @@ def _import_target(target: str) -> AgentFactory:
     if not callable(obj):
         raise AgentSpecError(f"agent {target!r} is a {type(obj).__name__}, not a factory(env) -> Agent")
     return obj
+
+
+def _user_error(err: BaseException) -> str:
+    """An exception from the user's code on one line, with the file and line of a syntax error."""
+    if isinstance(err, SyntaxError):
+        return f"SyntaxError: {err.msg} ({err.filename}, line {err.lineno})"
+    return f"{type(err).__name__}: {err}"
 
 
 def _is_file(where: str) -> bool:

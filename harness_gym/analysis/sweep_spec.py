@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,6 +303,14 @@ def select_design(
         ]
         design = {"kind": "presets", "construction": "the named presets", "n": len(points)}
         return Selection(points, factors, "presets", subset, design)
+    if subset is not None and (
+        not subset
+        or any(ch.isspace() for ch in subset)
+        or any(not p or p.endswith(":") for p in subset.split("+"))
+    ):  # '', ' balanced', 'balanced: 2', 'balanced:', 'balanced:2+' would pass as something else
+        raise SweepError(
+            f"bad --subset {subset!r}: write a form without spaces or empty parts; forms: {SUBSET_FORMS}"
+        )
     subset = subset or "balanced"
     base_form, plus, flip_form = subset.partition("+")
     if not plus and base_form.partition(":")[0] == "flips":
@@ -342,10 +351,8 @@ def _base_design(space: Any, subset: str, form: str, max_harnesses: int, seed: i
     kind, _, arg = form.partition(":")
     n: int | None = None
     if arg:
-        try:
-            n = int(arg)
-        except ValueError:
-            n = None
+        # ASCII digits only: int() also reads "2_0" as 20 and non-ASCII digits such as "٢".
+        n = int(arg) if re.fullmatch(r"[0-9]+", arg, re.ASCII) else None
         if n is None or n < 1:
             raise SweepError(f"bad --subset {subset!r}: N must be a positive integer; forms: {SUBSET_FORMS}")
     counts = tuple(len(f.levels) for f in space.factors)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -166,10 +168,10 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
     """An argparse ``type=``: an integer ``>= low`` (the error names the bound)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        # ASCII digits only: int() also reads "1_0" as 10 and non-ASCII digits such as "٢".
+        if not re.fullmatch(r"[+-]?[0-9]+", text.strip(), re.ASCII):
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+        value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}{what}, got {value}")
         return value
@@ -181,6 +183,29 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 seed_int = int_at_least(0, " (seeds are non-negative)")
+
+
+def finite_float(low: float, inclusive: bool) -> Callable[[str], float]:
+    """An argparse ``type=``: a finite number ``>= low`` (or ``> low``); nan and inf are refused."""
+    rule = f">= {low:g}" if inclusive else f"> {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number {rule}, got {text!r}")
+        if value < low or (value == low and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        return value
+
+    parse.__name__ = f"number{rule.replace(' ', '')}"
+    return parse
+
+
+positive_float = finite_float(0.0, inclusive=False)
+non_negative_float = finite_float(0.0, inclusive=True)
 
 
 # -- plugins ------------------------------------------------------------------------------------
@@ -260,7 +285,34 @@ def make_env(env_id: str, harness: str | None = None) -> Any:
     """``gym.make(env_id)``, with its harness replaced when ``harness`` is given."""
     import gymnasium as gym
 
+    if harness is not None:
+        check_family_options(env_id, harness)
     return gym.make(env_id) if harness is None else gym.make(env_id, harness=harness)
+
+
+def check_family_options(env_id: str, harness: Any, flag: str = "--harness") -> None:
+    """Refuse a harness whose ``family_options`` name a family the env's task is not in (a
+    web task never reads terminal options, so they would be ignored without a word)."""
+    import gymnasium as gym
+
+    from harness_gym.core.presets import resolve_harness
+    from harness_gym.core.registry import FAMILY_TASKS
+
+    families = [family for family, _ in resolve_harness(harness).family_options]
+    if not families:
+        return
+    task = gym.spec(env_id).kwargs.get("task")
+    if not isinstance(task, str):
+        return
+    # A family's envs are built by its own entry point, a module of the family's package.
+    entry = FAMILY_TASKS.get(task, (None, ""))[1].partition(":")[0].split(".")
+    foreign = [f for f in families if f not in entry]
+    if foreign:
+        families = foreign
+        raise CommandError(
+            f"{flag} sets family_options for {', '.join(families)}, but {env_id} is not a task of "
+            f"that family, so they would be ignored; drop them or choose a {families[0]} env"
+        )
 
 
 def json_object(text: str, flag: str) -> dict[str, Any]:
@@ -308,13 +360,24 @@ def _check_writable_under(path: Path, flag: str) -> None:
 
 
 def output_file(path: str | Path, flag: str = "--out") -> Path:
-    """Check an output file can be written before any work is done; make its folder."""
+    """Check an output file can be written before any work is done; make its folder.
+
+    The file is opened for appending (and removed again if it was not there), so that
+    whatever the OS refuses (``/proc``, a read-only mount, a full quota) is found now."""
     path = Path(path)
     if path.is_dir():
         raise CommandError(f"{flag} {path} is a folder; give a file name such as {path / 'rows.jsonl'}")
     _check_writable_under(path, flag)
     if path.exists() and not os.access(path, os.W_OK):
         raise CommandError(f"{flag} {path} cannot be written: permission denied")
+    existed = path.exists()
+    try:
+        with path.open("a"):
+            pass
+    except OSError as err:
+        raise CommandError(f"{flag} {path} cannot be written: {err.strerror or one_line(err)}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
     return path
 
 

@@ -77,10 +77,17 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     out_path = output_file(args.out) if args.out else None
     seeds = [args.seed + i for i in range(args.episodes)]
     results: list[EpisodeResult] = []
+    # The first env's agents are built before the progress bar starts, so that a user's
+    # factory that raises is one error line (and nothing has run).
+    first: dict[int, tuple[Any, Any]] = {}
+    for k, agent in enumerate(agents):
+        if not agent.batched:
+            env = gym.make(env_ids[0])
+            first[k] = (env, agent.build(env))
 
     def episodes() -> Iterator[EpisodeResult]:
         for env_id in env_ids:
-            for agent in agents:
+            for k, agent in enumerate(agents):
                 if agent.batched:  # language models: episodes in flight, requests batched
                     jobs = [Episode(lambda e=env_id: gym.make(e), agent.build, s, agent.name) for s in seeds]
                     for _, result, err in run_batched(jobs, in_flight=args.in_flight):
@@ -89,8 +96,10 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
                         assert result is not None
                         yield result
                     continue
-                env = gym.make(env_id)
-                built = agent.build(env)
+                env, built = first.pop(k) if env_id == env_ids[0] and k in first else (None, None)
+                if env is None:
+                    env = gym.make(env_id)
+                    built = agent.build(env)
                 for seed in seeds:
                     yield run_episode(env, built, seed, agent.name)
                 env.close()

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from harness_gym.cli import train_lm
 from harness_gym.cli.common import (
     CommandError,
+    check_family_options,
     json_object,
     make_env,
     non_negative_int,
@@ -90,6 +91,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         require_env_id(env_id)
     if args.harness is not None:
         resolve_harness(args.harness)
+        for env_id in args.env:
+            check_family_options(env_id, args.harness)
     hyperparams = json_object(args.hyperparams, "--hyperparams")
     if args.algo != "text_policy" and len(args.env) != 1:
         raise CommandError(f"--algo {args.algo} trains on one --env, got {len(args.env)}")

@@ -17,7 +17,17 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from harness_gym.cli.common import CommandError, make_env, output_dir, positive_int, require_env_id
+from harness_gym.cli.common import (
+    CommandError,
+    make_env,
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    require_env_id,
+    seed_int,
+)
 
 TRAIN_SEED_START = 10_000
 
@@ -40,12 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "runs out)",
     )
     group.add_argument("--train-seeds", type=positive_int, default=64, help="distinct training seeds")
-    group.add_argument("--train-seed-start", type=int, default=TRAIN_SEED_START, help="first training seed")
-    group.add_argument("--learning-rate", type=float, default=5e-6)
-    group.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
-    group.add_argument("--lora-r", type=int, default=0, help="LoRA rank through peft (0: full fine-tuning)")
+    group.add_argument(
+        "--train-seed-start", type=seed_int, default=TRAIN_SEED_START, help="first training seed"
+    )
+    group.add_argument("--learning-rate", type=positive_float, default=5e-6)
+    group.add_argument(
+        "--beta", type=non_negative_float, default=0.0, help="KL coefficient (0: no reference model)"
+    )
+    group.add_argument(
+        "--lora-r", type=non_negative_int, default=0, help="LoRA rank through peft (0: full fine-tuning)"
+    )
     group.add_argument("--max-tokens", type=positive_int, default=48, help="most tokens per reply")
-    group.add_argument("--temperature", type=float, default=1.0, help="sampling temperature in training")
+    group.add_argument(
+        "--temperature", type=positive_float, default=1.0, help="sampling temperature in training"
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

@@ -30,6 +30,8 @@ MAX_OBSERVATION_CHARS = 262_144
 _TRUNCATED = "\n...[observation truncated]"
 #: Worked examples use seeds counting down from here (far from the seeds people pick).
 EXAMPLE_SEED = 2**31 - 2
+#: How many example seeds beyond ``few_shot`` may be skipped for showing the episode's instance.
+EXAMPLE_SKIPS = 16
 
 
 #: The ``reset`` option through which harness wrappers ask for an episode's harness.
@@ -111,7 +113,10 @@ class HarnessEnv(gym.Env[str, str]):
         self._history: list[dict[str, Any]] = []
         self._observation = ""
         self._episode_examples: list[tuple[str, Action]] = []
-        self._examples: dict[tuple[str, tuple[int, ...]], list[tuple[str, Action]]] = {}
+        # Worked-example caches: each example seed's instance digest (harness-independent),
+        # and (seed, step) -> example under the harness named first (one harness at a time).
+        self._example_digests: dict[int, str] = {}
+        self._examples: tuple[str, dict[tuple[int, int], tuple[str, Action] | None]] = ("", {})
 
     # -- Gymnasium API ---------------------------------------------------------------------
 
@@ -123,9 +128,14 @@ class HarnessEnv(gym.Env[str, str]):
         episode_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self._seed = int(episode_seed)
         self._bind(self.harness_for(_request(options), self._seed))
-        self._episode_examples = self._worked_examples(self._seed)
         self.task.reset(np.random.default_rng(self._seed))
         self._digest = self.task.digest()
+        if self.harness.few_shot:
+            self._episode_examples, disturbed = self._worked_examples(self._digest)
+            if disturbed:  # building examples reset the task on other seeds: back to this one
+                self.task.reset(np.random.default_rng(self._seed))
+        else:
+            self._episode_examples = []
         self._steps = 0
         self._invalid = 0
         self._success = False
@@ -306,32 +316,53 @@ class HarnessEnv(gym.Env[str, str]):
         """The grammar of this step's valid replies (for constrained decoding)."""
         return self.bound.grammar(self.legal_actions())
 
-    def _worked_examples(self, episode_seed: int) -> list[tuple[str, Action]]:
-        """The harness's worked examples: oracle steps on other seeds of this task.
+    def _worked_examples(self, episode_digest: str) -> tuple[list[tuple[str, Action]], bool]:
+        """The harness's worked examples: oracle steps on other instances of this task, and
+        whether building them reset the task (so the caller resets the episode again).
 
-        Example ``i`` is step ``i`` of the oracle's episode on seed ``EXAMPLE_SEED - i`` (a
-        later step shows a later kind of decision; a shorter episode gives its last step).
-        Seeds that equal the episode's are skipped, so an example never shows the instance
-        being played. Built before the episode's own reset and cached per harness.
+        Example ``i`` is step ``i`` of the oracle's episode on the ``i``-th seed counted down
+        from ``EXAMPLE_SEED`` whose instance is not the episode's (a later step shows a later
+        kind of decision; a shorter episode gives its last step). Instances are compared by
+        state digest, not seed: many seeds of a small task build the same instance, and an
+        example must never show the instance being played (or its answer). Cached per
+        harness; at most ``few_shot + EXAMPLE_SKIPS`` seeds are tried.
         """
         n = self.harness.few_shot
-        if n == 0:
-            return []
-        seeds = [s for s in range(EXAMPLE_SEED, EXAMPLE_SEED - n - 1, -1) if s != episode_seed][:n]
-        key = (self.harness.id, tuple(seeds))
-        if key not in self._examples:
-            examples = []
-            for i, seed in enumerate(seeds):
+        if self._examples[0] != self.harness.id:
+            self._examples = (self.harness.id, {})
+        cache = self._examples[1]
+        disturbed = False
+        examples: list[tuple[str, Action]] = []
+        seed, position = EXAMPLE_SEED, 0
+        while position < n and seed > EXAMPLE_SEED - n - EXAMPLE_SKIPS:
+            digest = self._example_digests.get(seed)
+            if digest is None:
                 self.task.reset(np.random.default_rng(seed))
-                fields, action = self.task.fields(), self.task.oracle()
-                step = 0
-                while step < i and not self.task.step(action).terminated:
-                    step += 1
-                    fields, action = self.task.fields(), self.task.oracle()
-                if self.bound.exposes(action):
-                    examples.append((self.bound.render(fields, step=step), action))
-            self._examples = {key: examples}  # one harness at a time: keep the last only
-        return self._examples[key]
+                disturbed = True
+                digest = self._example_digests[seed] = self.task.digest()
+            if digest != episode_digest:
+                key = (seed, position)
+                if key not in cache:
+                    disturbed = True
+                    cache[key] = self._example_at(seed, position)
+                if cache[key] is not None:
+                    examples.append(cache[key])  # type: ignore[arg-type]
+                position += 1
+            seed -= 1
+        return examples, disturbed
+
+    def _example_at(self, seed: int, step: int) -> tuple[str, Action] | None:
+        """Step ``step`` of the oracle's episode on ``seed`` (its last step if shorter), as
+        this harness shows it; ``None`` when the harness hides the oracle's tool."""
+        self.task.reset(np.random.default_rng(seed))
+        fields, action = self.task.fields(), self.task.oracle()
+        done = 0
+        while done < step and not self.task.step(action).terminated:
+            done += 1
+            fields, action = self.task.fields(), self.task.oracle()
+        if not self.bound.exposes(action):
+            return None
+        return self.bound.render(fields, step=done), action
 
     # -- internals -------------------------------------------------------------------------
 

@@ -214,23 +214,30 @@ def render_key_value(fields: Fields) -> str:
 def _xml_tag(name: str) -> tuple[str, str]:
     if _XML_NAME.match(name) and not name.lower().startswith("xml"):
         return f"<{name}>", f"</{name}>"
-    return f"<field name={quoteattr(name)}>", "</field>"
+    return f"<field name={quoteattr(_xml_chars(name))}>", "</field>"
 
 
 @functools.lru_cache(maxsize=65536)
 def _xml_text(text: str) -> str:
-    # XML 1.0 cannot carry most control characters or lone surrogates: escape them visibly.
+    return _xml_escape(_xml_chars(text))
+
+
+def _xml_chars(text: str) -> str:
+    # XML 1.0 cannot carry most control characters, lone surrogates, U+FFFE or U+FFFF
+    # (its Char production): escape them visibly.
     cleaned = (
         "".join(
             ch
-            if (ch in "\t\n" or ord(ch) >= 0x20) and not 0xD800 <= ord(ch) <= 0xDFFF
+            if (ch in "\t\n" or ord(ch) >= 0x20)
+            and not 0xD800 <= ord(ch) <= 0xDFFF
+            and ch not in "\ufffe\uffff"
             else f"\\u{ord(ch):04x}"
             for ch in text
         )
         if not text.isprintable()
         else text
     )
-    return _xml_escape(cleaned)
+    return cleaned
 
 
 def _xml_value(value: Any, out: list[str]) -> None:

@@ -7,9 +7,12 @@ the reply is a call object (the ``json`` tool style, or any style on the ``nativ
 whose reply is ``{"name": ..., "arguments": {...}}``), a regular expression otherwise. With
 it, format errors are impossible and what is left of the mismatch is the agent's choice.
 
-When a step has more legal actions than ``max_alternatives``, the grammar is per tool
-instead (tool names and typed arguments, strings bounded by ``max_string``): every valid
-action still matches, but so do some invalid ones, and :attr:`ActionGrammar.exact` says so.
+When a step has more legal actions than ``max_alternatives`` (or lists none), the grammar is
+per tool instead (tool names and typed arguments, strings bounded by ``max_string``): every
+valid action still matches, but so do some illegal ones, and :attr:`ActionGrammar.exact`
+says so. Per-tool or exact, every string a grammar admits parses (an illegal action is a
+legal reply's shape with other values, never a format error); JSON schemas count ``2.0`` as
+the integer 2, and so do the parsers.
 """
 
 from __future__ import annotations
@@ -128,6 +131,10 @@ def _bounded_arguments(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str
     for prop in args["properties"].values():
         if prop.get("type") == "string":
             prop["maxLength"] = max_string
+            if toolbox.style == "bracket":  # a native call is written back as tool [a] [b]
+                prop["pattern"] = f"^{_BRACKET_TEXT}*$"
+        else:
+            prop["minimum"], prop["maximum"] = -_INT_BOUND, _INT_BOUND
     return args
 
 
@@ -164,35 +171,63 @@ def _flat_tool_schema(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str,
     }
 
 
+#: An integer as the text styles read it (``[+-]?`` digits, at most 18) and as Python does
+#: (no leading zeros: ``01`` is not a Python literal).
+_INT_TEXT = r"-?[0-9]{1,18}"
+_INT_PYTHON = r"-?(0|[1-9][0-9]{0,17})"
+#: The escapes ``repr`` writes in a string (no ``\N{...}``, no octal, no unknown escapes,
+#: which Python rejects or warns about).
+_PY_ESCAPE = r"\\([\\'\"abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U000[0-9a-fA-F]{5}|U0010[0-9a-fA-F]{4})"
+#: Integer bounds of per-tool JSON schemas: the 18 digits every parser reads as an integer.
+_INT_BOUND = 10**18 - 1
+#: A bracket argument: no ``]`` (it would close the argument) and no newline.
+_BRACKET_TEXT = "[^\\]\\n]"
+
+
+def _python_string(n: int) -> str:
+    """A Python string literal as ``repr`` writes it: either quote, the escapes above, no raw
+    newline, carriage return or NUL (Python rejects all three)."""
+    single = f"'([^'\\\\\\n\\r\\x00]|{_PY_ESCAPE}){{0,{n}}}'"
+    double = f'"([^"\\\\\\n\\r\\x00]|{_PY_ESCAPE}){{0,{n}}}"'
+    return f"({single}|{double})"
+
+
 def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
-    """One tool's calls in a non-JSON style: its name and typed, bounded arguments."""
-    integer = r"-?[0-9]{1,9}"
+    """One tool's calls in a non-JSON style: its name and typed, bounded arguments.
+
+    The language holds every call the style writes whose strings fit in ``max_string``
+    characters (bracket: strings without ``]`` or a newline; command: at most 8 quotes in
+    a string), and only strings its parser reads as a call of that tool.
+    """
+    n = max_string
     name = regex_literal(tool.name)
     if toolbox.style == "python":
-        n = max_string
-        string = f"('([^'\\\\\\n]|\\\\.){{0,{n}}}'|\"([^\"\\\\\\n]|\\\\.){{0,{n}}}\")"
+        string = _python_string(n)
         args = ", ".join(
-            f"{regex_literal(a)}=({integer if p.type == 'int' else string})"
+            f"{regex_literal(a)}=({_INT_PYTHON if p.type == 'int' else string})"
             for a, p in zip(tool.arg_names, tool.params)
         )
         return f"{name}\\({args}\\)"
     if toolbox.style == "python_positional":
-        n = max_string
-        string = f"'([^'\\\\\\n]|\\\\.){{0,{n}}}'"
-        return f"{name}\\(" + ", ".join(string for _ in tool.params) + "\\)"
+        number = f"('{_INT_TEXT}'|\"{_INT_TEXT}\")"  # an id written as a string, e.g. '12'
+        values = ", ".join(number if p.type == "int" else _python_string(n) for p in tool.params)
+        return f"{name}\\({values}\\)"
     if toolbox.style == "bracket":
-        text = f"[^\\]\\n]{{0,{max_string}}}"  # the last argument may hold "]"; bounded here
-        values = "".join(f" \\[({integer if p.type == 'int' else text})\\]" for p in tool.params)
+        text = f"{_BRACKET_TEXT}{{0,{n}}}"
+        values = "".join(f" \\[({_INT_TEXT if p.type == 'int' else text})\\]" for p in tool.params)
         return f"{name}{values}"
     if toolbox.style == "xml":
+        char = "([^<&]|&(lt|gt|amp|quot|apos);|&#x[0-9a-fA-F]{1,6};|&#[0-9]{1,7};)"
         body = "".join(
-            f"<{regex_literal(a)}>({integer if p.type == 'int' else f'[^<&]{{0,{max_string}}}'})"
+            f"<{regex_literal(a)}>({_INT_TEXT if p.type == 'int' else f'{char}{{0,{n}}}'})"
             f"</{regex_literal(a)}>"
             for a, p in zip(tool.arg_names, tool.params)
         )
         return f"<{name}>{body}</{name}>"
-    string = f"'[^'\\n]{{0,{max_string}}}'"
-    values = "".join(f" ({integer if p.type == 'int' else string})" for p in tool.params)
+    # command: a string is a bare shell-safe word or single-quoted pieces joined by "'"
+    quoted = f"'[^']{{0,{n}}}'"
+    string = f'([A-Za-z0-9_@%+=:,./-]{{1,{n}}}|{quoted}("\'"{quoted}){{0,8}})'
+    values = "".join(f" ({_INT_TEXT if p.type == 'int' else string})" for p in tool.params)
     return f"{name}{values}"
 
 

@@ -490,7 +490,11 @@ class BoundHarness:
         """Why ``action`` cannot be written and read back through this harness, or ``None``."""
         if not self.exposes(action):
             return ActionError("unknown_tool", f"this harness has no tool for {action.name!r}")
-        text = self.toolbox.format(action)
+        if self.harness.tool_channel == "native":  # the path a model's call takes
+            name, arguments = self.toolbox.call(action)
+            text = self.write_call(name, json.dumps(arguments, ensure_ascii=False))
+        else:
+            text = self.toolbox.format(action)
         try:
             back = self.toolbox.parse(text)
         except ActionError as err:

@@ -16,6 +16,7 @@ import keyword
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
@@ -142,6 +143,62 @@ def preview(text: str, limit: int = 80) -> str:
     """A short, printable, escape-safe view of untrusted text for error messages."""
     shown = text[:limit].encode("unicode_escape", "backslashreplace").decode("ascii")
     return shown + (f"... ({len(text)} chars)" if len(text) > limit else "")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice (JSON leaves the meaning open; we refuse it)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"key {preview(key)!r} given twice")
+        out[key] = value
+    return out
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` that rejects an object giving a key twice (:class:`DuplicateKeyError`)
+    and reads every non-integer number as an exact :class:`~decimal.Decimal` (so that
+    ``2.0`` and ``2e0`` can count as the integer 2, as JSON Schema counts them)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs, parse_float=Decimal)
+
+
+def json_integer(value: Any) -> int | None:
+    """``value`` as an integer argument: a JSON integer, or a number with an integral value
+    (``2.0``, ``2e0``) within 18 digits, as JSON Schema's ``integer`` admits; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value.is_finite() and (value.is_zero() or value.adjusted() < 18):
+        integral = value.to_integral_value()
+        return int(integral) if integral == value else None
+    return None
+
+
+def dump_json(value: Any) -> str:
+    """``json.dumps`` of a value :func:`load_json` read (its numbers written back as numbers)."""
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return _plain_number(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _plain_number(value: Any) -> Any:
+    """A decoded JSON value with an integral number as ``int`` and other numbers as ``float``."""
+    if isinstance(value, Decimal):
+        whole = json_integer(value)
+        return whole if whole is not None else float(value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    return preview(repr(_plain_number(value)))
 
 
 def _synonym(name: str, is_tool: bool) -> str:
@@ -374,23 +431,25 @@ class Toolbox:
         name = str(name)
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = load_json(arguments) if arguments.strip() else {}
             except (ValueError, RecursionError):
-                pass
+                pass  # left as text: the parser reports it (a key given twice included)
+        if isinstance(arguments, dict):
+            arguments = {k: _plain_number(v) for k, v in arguments.items()}
         if self.style == "json":
-            return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+            return dump_json({"name": name, "arguments": arguments})
         if self.style == "json_flat":
             if not isinstance(arguments, dict) or FLAT_KEY in arguments:
                 # Not an object of arguments: written so that the parser reports it.
-                return json.dumps({FLAT_KEY: name, "arguments": arguments}, ensure_ascii=False)
-            return json.dumps({FLAT_KEY: name, **arguments}, ensure_ascii=False)
+                return dump_json({FLAT_KEY: name, "arguments": arguments})
+            return dump_json({FLAT_KEY: name, **arguments})
         if self.style in STYLES:
             if not isinstance(arguments, dict):
                 return f"{name} {arguments!r}"  # left for parse to report
             return STYLES[self.style].write(name, [(str(k), v) for k, v in arguments.items()])
         if not isinstance(arguments, dict):
             # Not an object: written so that the style's parser reports a malformed call.
-            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            raw = arguments if isinstance(arguments, str) else dump_json(arguments)
             if self.style in ("python", "python_positional"):
                 return f"{name}({raw}"
             if self.style == "bracket":
@@ -409,7 +468,12 @@ class Toolbox:
             known = [(k, arguments[k]) for k in tool.arg_names if k in arguments]
             pairs = known + [(k, v) for k, v in pairs if k not in tool.arg_names]
             if len(known) < len(tool.arg_names) and len(pairs) > len(known):
-                return f"{name} {_shell_quote(json.dumps(arguments))} '"  # names cannot be placed
+                # Names that cannot be placed: written so that the parser reports them.
+                if self.style == "bracket":
+                    return f"{name} [{dump_json(arguments)}"
+                return f"{name} {_shell_quote(dump_json(arguments))} '"
+        if self.style == "bracket":
+            return " ".join([name, *(f"[{_written_value(v)}]" for _, v in pairs)])
         values = [
             str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(str(v))
             for _, v in pairs
@@ -448,9 +512,13 @@ class Toolbox:
             "json_flat": self._parse_json_flat,
         }.get(self.style, self._parse_custom)
         try:
-            return parser(text.strip())
+            action = parser(text.strip())
         except ActionError as err:
             whole = err
+        else:
+            if self.style == "bracket":
+                self._one_bracket_action(text, action)
+            return action
         # A registered style reads whole replies only: it has no span scanner.
         spans = _action_spans(text, self.style, self._by_name) if self.style in TOOL_STYLES else []
         if not self.lenient:
@@ -502,6 +570,17 @@ class Toolbox:
             f"found {count} actions; this harness takes exactly one action per turn",
         )
 
+    def _one_bracket_action(self, text: str, action: Action) -> None:
+        """Raise ``multiple_actions`` when a bracket reply's last argument (which runs to the
+        last ``]``) swallowed further actions: ``type [2] [Iris]\nclick [3]``."""
+        if text.count("]") <= len(self._by_canonical[action.name].arg_names):
+            return
+        spans = _action_spans(text, "bracket", self._by_name)
+        if len(spans) >= 2 and all(
+            isinstance(self._try(self._parse_bracket, text[s:e]), Action) for s, e, _ in spans
+        ):
+            raise self._multiple(len(spans))
+
     def _command_count(self, text: str) -> int:
         """How many complete commands a command-style line holds (``click 1 click 2`` is 2)."""
         try:
@@ -547,23 +626,24 @@ class Toolbox:
 
     def _coerce(self, tool: Tool, name: str, param: Param, value: Any, from_text: bool) -> Any:
         if param.type == "int":
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
+            whole = json_integer(value)
+            if whole is not None:
+                return whole
             if isinstance(value, str) and (from_text or self.lenient):
                 stripped = value.strip()
                 if re.fullmatch(r"[+-]?[0-9]{1,18}", stripped):
                     return int(stripped)
             raise ActionError(
                 "wrong_type",
-                f"argument {name!r} of tool {tool.name!r} must be an integer, got {preview(repr(value))}",
+                f"argument {name!r} of tool {tool.name!r} must be an integer, got {_shown(value)}",
             )
         if isinstance(value, str):
             return value
-        if self.lenient and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
+        if self.lenient and isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+            return str(_plain_number(value))
         raise ActionError(
             "wrong_type",
-            f"argument {name!r} of tool {tool.name!r} must be a string, got {preview(repr(value))}",
+            f"argument {name!r} of tool {tool.name!r} must be a string, got {_shown(value)}",
         )
 
     def _parse_custom(self, text: str) -> Action:
@@ -581,11 +661,13 @@ class Toolbox:
     def _load_json(self, text: str) -> Any:
         """The JSON value of a reply (lenient: trailing commas forgiven), or a ``malformed`` error."""
         try:
-            return json.loads(text)
+            return load_json(text)
+        except DuplicateKeyError as err:
+            raise ActionError("malformed", f"{err} in the call object: give each key once") from None
         except (ValueError, RecursionError) as err:
             if self.lenient and "," in text:
                 try:
-                    return json.loads(_TRAILING_COMMA.sub(r"\1", text))
+                    return load_json(_TRAILING_COMMA.sub(r"\1", text))
                 except (ValueError, RecursionError):
                     pass
             raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None
@@ -606,7 +688,9 @@ class Toolbox:
         arguments = data.get("arguments", {})
         if isinstance(arguments, str) and self.lenient:
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = load_json(arguments) if arguments.strip() else {}
+            except DuplicateKeyError as err:
+                raise ActionError("malformed", f'"arguments": {err}: give each key once') from None
             except (ValueError, RecursionError):
                 pass
         if not isinstance(arguments, dict):
@@ -621,7 +705,8 @@ class Toolbox:
 
     def _parse_bracket(self, text: str) -> Action:
         """WebArena-style ``tool [a] [b]``: each argument in brackets; the last runs to the
-        last ``]`` (as WebArena's own regexes read ``type [id] [text]``), so it may hold ``]``."""
+        last ``]`` (as WebArena's own regexes read ``type [id] [text]``), so it may hold ``]``
+        (unless what it holds is further actions: :meth:`parse` answers ``multiple_actions``)."""
         head = _BRACKET_NAME.match(text)
         if head is None:
             raise ActionError("malformed", f"expected an action like tool [argument], got {preview(text)}")
@@ -769,6 +854,11 @@ def _xml_unescape(text: str) -> str:
         return chr(code) if code <= 0x10FFFF else m.group(0)
 
     return _XML_ENTITY.sub(sub, text) if "&" in text else text
+
+
+def _written_value(value: Any) -> str:
+    """A decoded JSON value as text (an integer as digits, a string as itself)."""
+    return value if isinstance(value, str) else dump_json(value)
 
 
 def _shell_quote(text: str) -> str:

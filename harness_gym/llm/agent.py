@@ -152,7 +152,10 @@ class LLMAgent:
         if completion.failed:
             text = ""
         elif call is not None:
-            text = self.env.bound.write_call(call.name, call.arguments)
+            # Several calls in one reply are written back together, so that the parser answers
+            # multiple_actions (the first is never run silently).
+            calls = completion.tool_calls or [call]
+            text = "\n".join(self.env.bound.write_call(c.name, c.arguments) for c in calls)
         else:
             text = completion.text
         self.turns.append(Turn(observation, text, call))

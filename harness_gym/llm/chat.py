@@ -14,12 +14,12 @@ format writes tool use.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness_gym.core.harness import Harness
+from harness_gym.core.tools import dump_json, load_json
 from harness_gym.llm.types import ToolCall
 
 
@@ -91,10 +91,10 @@ EXAMPLE_RESULT = "(worked example: that call was the right action; a new episode
 def call_from_json(text: str) -> ToolCall | None:
     """A ``{"name": ..., "arguments": {...}}`` object (a constrained native reply) as a call."""
     try:
-        data = json.loads(text)
+        data = load_json(text)  # a key given twice is not a call
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return None
     arguments = data.get("arguments", {})
-    return ToolCall(data["name"], arguments if isinstance(arguments, str) else json.dumps(arguments))
+    return ToolCall(data["name"], arguments if isinstance(arguments, str) else dump_json(arguments))

@@ -9,6 +9,7 @@ rows, so every row records the options it ran with.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 
 
@@ -24,6 +25,8 @@ def _positive(kind: type) -> object:
 
 def _non_negative_float(text: str) -> float:
     value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
@@ -66,6 +69,15 @@ def apply_llm_options(agents: Sequence[str], args: argparse.Namespace) -> list[s
         "concurrency": args.concurrency,
         "constrain": True if args.constrain else None,
     }
+    given = [k for k, v in options.items() if v is not None]
+    if given and not any(isinstance(a, str) and is_llm_spec(a) for a in agents):
+        from harness_gym.llm.spec import LLMSpecError
+
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise LLMSpecError(
+            f"{flags} appl{'ies' if len(given) == 1 else 'y'} to language-model agents (llm, hf:PATH, "
+            f"openai:MODEL@URL), and no --agent is one; drop {flags} or add such an agent"
+        )
     return [
         parse_llm_spec(a).with_defaults(options).text if isinstance(a, str) and is_llm_spec(a) else a
         for a in agents

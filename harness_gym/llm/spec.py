@@ -20,24 +20,41 @@ Backends are built once per process and shared by every agent of the same config
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 PREFIXES = ("llm", "hf:", "openai:")
 
-_SAMPLING = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int}
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _integer(text: str) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):  # int() also takes "2_0" and non-ASCII digits
+        raise ValueError(f"expected an integer, got {text!r}")
+    return int(text)
+
+
+_SAMPLING = {"temperature": _finite, "top_p": _finite, "max_tokens": _integer, "seed": _integer}
 _OPTIONS: dict[str, Callable[[str], Any]] = {
     **_SAMPLING,
     "constrain": lambda v: _flag(v),
-    "concurrency": int,
-    "timeout": float,
-    "retries": int,
+    "concurrency": _integer,
+    "timeout": _finite,
+    "retries": _integer,
     "api_key_env": str,
-    "threads": int,
-    "batch_size": int,
-    "max_model_len": int,
+    "threads": _integer,
+    "batch_size": _integer,
+    "max_model_len": _integer,
     "device": str,
     "tool_choice": str,
     "cache": str,
@@ -53,6 +70,10 @@ _BOUNDS = (
     ("batch_size", 1, ">= 1"),
     ("max_model_len", 1, ">= 1"),
 )
+
+
+#: The torch device strings an in-process backend accepts (checked without importing torch).
+_DEVICE = re.compile(r"(cpu|mps|meta|(cuda|xpu|npu|hpu|xla)(:[0-9]+)?)")
 
 
 class LLMSpecError(ValueError):
@@ -108,7 +129,6 @@ class LLMSpec:
 
 def parse_llm_spec(text: str) -> LLMSpec:
     """Parse ``llm``, ``hf:PATH`` or ``openai:MODEL@BASE_URL`` with ``?options``."""
-    from pathlib import Path
 
     head, _, query = text.partition("?")
     options: dict[str, Any] = {}
@@ -121,6 +141,18 @@ def parse_llm_spec(text: str) -> LLMSpec:
             raise LLMSpecError(f"agent {text!r}: bad value for {key!r}: {err}") from None
     if options.get("tool_choice", "required") not in ("required", "auto"):
         raise LLMSpecError(f"agent {text!r}: tool_choice must be 'required' or 'auto'")
+    if "device" in options and not _DEVICE.fullmatch(options["device"]):
+        raise LLMSpecError(
+            f"agent {text!r}: device must be a torch device such as cpu, cuda, cuda:1 or mps, "
+            f"got {options['device']!r}"
+        )
+    cache = options.get("cache")
+    if cache not in (None, "", "off"):
+        where = next((p for p in (Path(cache), *Path(cache).parents) if p.exists()), None)
+        if where is not None and not where.is_dir():
+            raise LLMSpecError(
+                f"agent {text!r}: cache must be a folder (or off), but {str(where)!r} is a file"
+            )
     # Values that parse but cannot work fail here, named, not later inside a sweep worker.
     from harness_gym.llm.types import Sampling
 

@@ -17,12 +17,12 @@ Grammars are not enforced in process (``supports_grammar`` is False).
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import time
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.tools import dump_json, load_json
 from harness_gym.llm.types import ChatRequest, Completion, ToolCall
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -204,13 +204,13 @@ def hermes_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     calls = []
     for match in _TOOL_CALL.finditer(text):
         try:
-            data = json.loads(match.group(1))
+            data = load_json(match.group(1))  # a key given twice is not a call
         except (ValueError, RecursionError):
             continue
         if isinstance(data, dict) and isinstance(data.get("name"), str):
             arguments = data.get("arguments", {})
             calls.append(
-                ToolCall(data["name"], arguments if isinstance(arguments, str) else json.dumps(arguments))
+                ToolCall(data["name"], arguments if isinstance(arguments, str) else dump_json(arguments))
             )
     if not calls:
         return text, []

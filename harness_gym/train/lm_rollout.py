@@ -182,11 +182,10 @@ def _advance(
     if not reply_ids or reply_ids[-1] != chat.eos_id:
         out.reply_truncated += 1
     text = decode(reply_ids)
-    call = None
-    if r.tools:
-        _, calls = hermes_tool_calls(text)
-        call = calls[0] if calls else None
-    action = r.env.bound.write_call(call.name, call.arguments) if call is not None else text
+    calls = hermes_tool_calls(text)[1] if r.tools else []
+    call = calls[0] if calls else None
+    # Several calls are written back together: the parser answers multiple_actions.
+    action = "\n".join(r.env.bound.write_call(c.name, c.arguments) for c in calls) if calls else text
     start = time.perf_counter()
     observation, reward, terminated, truncated, info = r.env.step(action)
     out.env_seconds += time.perf_counter() - start

@@ -354,5 +354,7 @@ class TerminalBoundHarness(BoundHarness):
             from harness_gym.core.grammar import ActionGrammar, regex_literal
 
             texts = [self.format_action(a) for a in actions if self.exposes(a)]
+            if not texts:  # nothing listed (the episode is over): any reply, and not exact
+                return ActionGrammar("regex", f"[\\s\\S]{{1,{self.toolbox.max_chars}}}", False, 0)
             return ActionGrammar("regex", "|".join(regex_literal(t) for t in texts), True, len(texts))
         return super().grammar([self._as_run(a) for a in actions])

@@ -23,7 +23,7 @@ import json
 import re
 
 from harness_gym.core.task import Action
-from harness_gym.core.tools import ActionError, preview
+from harness_gym.core.tools import ActionError, DuplicateKeyError, load_json, preview
 
 REPLIES = ("tool", "bash_block", "terminus_json")
 #: The info string of the fenced block (mini-swe-agent v1 wrote ```bash).
@@ -101,10 +101,19 @@ def _read_block(text: str) -> Action:
 
 def _read_terminus(text: str, lenient: bool) -> Action:
     body = text.strip()
-    if lenient:
-        body = _first_object(body) or body
+    objects = _objects(body)
+    if len(objects) >= 2 and (lenient or _only_separators(body, objects)):
+        if sum(1 for start, end in objects if _is_object(body[start:end])) >= 2:
+            raise ActionError(
+                "multiple_actions",
+                f"found {len(objects)} JSON objects; reply with exactly ONE object holding all commands",
+            )
+    if lenient and objects:
+        body = body[objects[0][0] : objects[0][1]]
     try:
-        data = json.loads(body)
+        data = load_json(body)
+    except DuplicateKeyError as err:
+        raise ActionError("malformed", f"Invalid JSON: {err}; give each field once") from None
     except (ValueError, RecursionError) as err:
         raise ActionError("malformed", f"Invalid JSON: {err} | Content: {preview(body)}") from None
     if not isinstance(data, dict):
@@ -131,8 +140,27 @@ def _read_terminus(text: str, lenient: bool) -> Action:
     raise ActionError("empty", "no commands and task_complete is false: send keystrokes or finish")
 
 
-def _first_object(text: str) -> str | None:
-    """The first balanced ``{...}`` of ``text`` (strings and escapes respected), in linear time."""
+_BETWEEN = " \t\r\n,;[]"
+
+
+def _only_separators(text: str, spans: list[tuple[int, int]]) -> bool:
+    ends = [0] + [end for _, end in spans]
+    starts = [start for start, _ in spans] + [len(text)]
+    return not any(text[a:b].strip(_BETWEEN) for a, b in zip(ends, starts))
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(load_json(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _objects(text: str) -> list[tuple[int, int]]:
+    """The spans of the balanced top-level ``{...}`` of ``text`` (strings and escapes
+    respected), in linear time; the strict reader also asks whether only separators lie
+    between them."""
+    spans: list[tuple[int, int]] = []
     start, depth, in_string, escape = -1, 0, False, False
     for i, ch in enumerate(text):
         if in_string:
@@ -151,5 +179,5 @@ def _first_object(text: str) -> str | None:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                return text[start : i + 1]
-    return None
+                spans.append((start, i + 1))
+    return spans
