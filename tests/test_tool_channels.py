@@ -93,7 +93,8 @@ def test_a_native_channel_that_cannot_act_has_no_legal_actions() -> None:
     broken = type(bound.toolbox).write_call
     try:
         type(bound.toolbox).write_call = lambda self, name, arguments: f"{name} 2"  # type: ignore[method-assign]
-        bound._expressible.clear()
+        bound._written.clear()
+        bound._known.clear()
         assert env.legal_actions() == []
     finally:
         type(bound.toolbox).write_call = broken  # type: ignore[method-assign]
