@@ -139,6 +139,8 @@ class CommandResult:
     file_size_limit: bool = False
     #: Lines on the control channel that were not the runner's reply (forged; ignored).
     forged_replies: int = 0
+    #: The sandbox's memory cgroup killed a process (the whole sandbox's memory cap).
+    memory_limit: bool = False
 
     @property
     def contained(self) -> list[str]:
@@ -158,6 +160,8 @@ class CommandResult:
             out.append("file_count_limit")
         elif self.quota_removed or self.disk_rule:
             out.append("disk_quota")
+        if self.memory_limit:
+            out.append("memory_limit")
         if self.forged_replies:
             out.append("forged_replies_ignored")
         if self.shell_restarted:
@@ -330,6 +334,110 @@ def runner_code() -> bytes:
     return _runner_code[0]
 
 
+class MemoryCgroup:
+    """A memory cgroup that caps the whole sandbox (every process together), where one can
+    be made: a writable cgroup v1 memory hierarchy (root), or a delegated cgroup v2 subtree
+    with the memory controller enabled. :meth:`make` returns ``None`` elsewhere (then only
+    the per-process address-space limit holds)."""
+
+    _counter = 0
+
+    def __init__(self, path: str, version: int) -> None:
+        self.path, self.version = path, version
+
+    @classmethod
+    def make(cls, limit: int) -> MemoryCgroup | None:
+        for base, version in _memory_cgroup_parents():
+            MemoryCgroup._counter += 1
+            path = os.path.join(base, f"hg-sandbox-{os.getpid()}-{MemoryCgroup._counter}")
+            try:
+                os.mkdir(path)
+            except OSError:
+                continue
+            box = cls(path, version)
+            try:
+                if version == 1:
+                    box._write("memory.limit_in_bytes", limit)
+                    if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
+                        box._write("memory.memsw.limit_in_bytes", limit)
+                else:
+                    box._write("memory.max", limit)
+                    if os.path.exists(os.path.join(path, "memory.swap.max")):
+                        box._write("memory.swap.max", 0)
+            except OSError:
+                box.remove()
+                continue
+            return box
+        return None
+
+    def _write(self, name: str, value: int) -> None:
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(str(value))
+
+    def add(self, pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                self._write("cgroup.procs", pid)
+            except OSError:
+                pass
+
+    def oom_kills(self) -> int:
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def remove(self) -> None:
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+def _memory_cgroup_parents() -> list[tuple[str, int]]:
+    """Writable cgroups this process is in that can hold a memory-limited child."""
+    out = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base = os.path.join("/sys/fs/cgroup/memory", path.lstrip("/"))
+            if os.access(base, os.W_OK):
+                out.append((base, 1))
+        elif controllers == "":
+            base = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+            try:
+                with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                    enabled = "memory" in f.read().split()
+            except OSError:
+                enabled = False
+            if enabled and os.access(base, os.W_OK):
+                out.append((base, 2))
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 class Sandbox:
     """The sandbox of one episode: its directory on the host and the runner inside bwrap.
 
@@ -359,6 +467,7 @@ class Sandbox:
         self._req_fd = self._rep_fd = -1
         #: Lines on the control channel that were not a reply of the runner (ignored).
         self.forged_replies = 0
+        self.cgroup: MemoryCgroup | None = None
         self._finalizer = weakref.finalize(self, _kill, [None])
         self.commands = 0
         self.restarts = 0
@@ -469,7 +578,7 @@ class Sandbox:
         self._seq = 0
         self._key = secrets.token_bytes(32)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _kill, [self._proc])
+        self._finalizer = weakref.finalize(self, _kill, [self._proc, req_w, rep_r])
         try:
             os.write(req_w, (json.dumps({"key": self._key.hex(), "config": config}) + "\n").encode())
         except OSError:
@@ -482,6 +591,12 @@ class Sandbox:
         if not reply.get("ready"):
             self.close()
             raise SandboxError(f"the sandbox runner did not start: {reply}")
+        # No command has run yet: bwrap and the runner are the sandbox's only processes.
+        self.cgroup = MemoryCgroup.make(lim.memory)
+        if self.cgroup is not None:
+            self.cgroup.add([self._proc.pid, *_children(self._proc.pid)])
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _kill, [self._proc, req_w, rep_r, self.cgroup])
 
     def _close_channel(self) -> None:
         for fd in (self._req_fd, self._rep_fd):
@@ -511,6 +626,9 @@ class Sandbox:
             _kill([proc])
         self._close_channel()
         self._finalizer.detach()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
     @property
     def alive(self) -> bool:
@@ -527,6 +645,7 @@ class Sandbox:
         timeout = self.limits.timeout if timeout is None else timeout
         self.commands += 1
         forged_before = self.forged_replies
+        ooms_before = self.cgroup.oom_kills() if self.cgroup is not None else 0
         restarted = not self.alive and self._proc is not None
         try:
             self.start()
@@ -566,6 +685,7 @@ class Sandbox:
             disk_rule=reply.get("disk_rule"),
             file_size_limit=bool(reply.get("file_size_limit")),
             forged_replies=self.forged_replies - forged_before,
+            memory_limit=self.cgroup is not None and self.cgroup.oom_kills() > ooms_before,
         )
         # Keep the boundary between head and tail visible in the stored text.
         if out["omitted"]:
@@ -679,22 +799,31 @@ def _owner(path: Path) -> int | None:
         return None
 
 
-def _kill(holder: list[subprocess.Popen[bytes] | None]) -> None:
+def _kill(holder: list[Any]) -> None:
+    """Kill bwrap (``holder[0]``; its PID namespace dies with it), then close the channel's
+    file descriptors and remove the memory cgroup that follow it in ``holder``."""
     proc = holder[0]
-    if proc is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+    for extra in holder[1:]:
+        if isinstance(extra, MemoryCgroup):
+            extra.remove()
+        elif isinstance(extra, int) and extra >= 0:
+            try:
+                os.close(extra)
+            except OSError:
+                pass
 
 
 def make_episode_dir(prefix: str = "hg-term-") -> Path:
