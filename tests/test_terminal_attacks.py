@@ -209,6 +209,8 @@ for pid in os.listdir("/proc"):
         print("cannot list", pid, err.strerror)
         continue
     for fd in fds:
+        if fd in ("0", "2"):  # a request pipe would answer back (an error for each line)
+            continue
         path = f"/proc/{pid}/fd/{fd}"
         try:
             if not os.readlink(path).startswith("pipe:"):
@@ -230,8 +232,8 @@ for path in ("/proc/1/environ", "/proc/1/mem", "/proc/1/fd/0"):
         opened.append(path)
     except OSError:
         pass
+print("tried", tried, "opened", opened, flush=True)
 os.system("kill -STOP 1; kill -KILL 1")
-print("tried", tried, "opened", opened)
 """
 
 
@@ -286,7 +288,7 @@ def test_dev_is_read_only_and_dev_shm_and_tmp_are_small(box: Sandbox) -> None:
 
 
 def test_no_user_namespace_can_be_made_inside(box: Sandbox) -> None:
-    res = box.run("unshare -Urm sh -c 'mount -t tmpfs none /mnt && echo mounted'; echo rc=$?")
+    res = box.run("unshare -Urm sh -c 'mount -t tmpfs none /tmp && echo mounted'; echo rc=$?")
     assert "mounted" not in res.stdout and "rc=1" in res.stdout, (res.stdout, res.stderr)
 
 
