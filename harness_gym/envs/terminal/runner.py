@@ -291,6 +291,7 @@ def pump(fds, caps, deadline, until, disk=None):
 
     Returns ``"done"``, ``"timeout"`` or the disk rule the command broke."""
     open_fds = list(fds)
+    nap = 0.0005
     while True:
         if until():
             return "done"
@@ -301,8 +302,9 @@ def pump(fds, caps, deadline, until, disk=None):
         left = deadline - time.monotonic()
         if left <= 0:
             return "timeout"
-        if not open_fds:  # the output closed; the command may still be running
-            time.sleep(min(left, 0.01))
+        if not open_fds:  # the output closed; the command is exiting (or still running)
+            time.sleep(min(left, nap))
+            nap = min(2 * nap, 0.02)
             continue
         ready, _, _ = select.select(open_fds, [], [], min(left, 0.05))
         for fd in ready:
