@@ -287,6 +287,9 @@ def test_dev_is_read_only_and_dev_shm_and_tmp_are_small(box: Sandbox) -> None:
     assert int(res.stdout.split()[-1]) <= LIMITS.tmp_size
 
 
+@pytest.mark.skipif(
+    not sandbox_module.bwrap_supports("--disable-userns"), reason="bubblewrap < 0.8 has no --disable-userns"
+)
 def test_no_user_namespace_can_be_made_inside(box: Sandbox) -> None:
     res = box.run("unshare -Urm sh -c 'mount -t tmpfs none /tmp && echo mounted'; echo rc=$?")
     assert "mounted" not in res.stdout and "rc=1" in res.stdout, (res.stdout, res.stderr)

@@ -170,6 +170,7 @@ class Disk:
         self.dirty = True
         self.next_scan = 0.0
         self.hit_file_size = False
+        self.rule = None
 
     def poll(self):
         if not self.watching:
@@ -221,17 +222,17 @@ class Disk:
     def over(self):
         """Measure now if something changed; the rule exceeded (``"disk_quota"``, ...) or None."""
         self.poll()
-        if not self.dirty:
-            return None
-        self.dirty = False
-        start = time.monotonic()
-        total, count, _ = self.scan()
-        self.next_scan = time.monotonic() + max(0.1, 2 * (time.monotonic() - start))
-        if total > self.quota:
-            return "disk_quota"
-        if count > self.max_files:
-            return "file_count_limit"
-        return None
+        if self.dirty:  # else the last measurement still holds
+            self.dirty = False
+            start = time.monotonic()
+            total, count, _ = self.scan()
+            self.next_scan = time.monotonic() + max(0.1, 2 * (time.monotonic() - start))
+            self.rule = None
+            if total > self.quota:
+                self.rule = "disk_quota"
+            elif count > self.max_files:
+                self.rule = "file_count_limit"
+        return self.rule
 
     def due(self):
         return time.monotonic() >= self.next_scan and self.over()
@@ -255,7 +256,7 @@ class Disk:
             if path not in gone and remove(path, is_dir):
                 count -= 1
                 removed.append(path)
-        self.dirty = True
+        self.dirty, self.rule = True, None
         return removed
 
 

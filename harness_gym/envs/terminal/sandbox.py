@@ -232,16 +232,18 @@ def _as_user(uid: int | None) -> dict[str, Any]:
 def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16 << 20) -> list[str]:
     """bwrap's arguments for a sandbox of the system alone (no episode directory yet).
 
-    Start it with ``env=BWRAP_ENV`` and ``cwd="/"`` (bwrap's own environment and directory are
-    not the sandbox's business). Inside: no user namespaces can be made, ``/dev`` is read-only
-    (its ``/dev/shm`` and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and
-    host names are neutral ones."""
+    bwrap runs under ``env -i`` with :data:`BWRAP_ENV` alone, whatever the caller's environment.
+    Inside: no user namespaces can be made (bubblewrap >= 0.8), ``/dev`` is read-only (its
+    ``/dev/shm`` and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and host
+    names are neutral ones. A one-shot sandbox appends its binds, then ``--`` and a command."""
     del uid  # the same arguments under every uid; kept for callers
-    args = [
-        "bwrap",
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
+    # `env -i` (which execs bwrap, same pid): bwrap's own environment is BWRAP_ENV, whatever
+    # the caller's; it is /proc/1/environ inside a sandbox without --as-pid-1.
+    args = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in BWRAP_ENV.items())]
+    args += [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user"]
+    if bwrap_supports("--disable-userns"):  # bubblewrap >= 0.8
+        args.append("--disable-userns")
+    args += [
         "--uid",
         "1000",
         "--gid",
@@ -319,10 +321,28 @@ def _remove_etc_dir(path: str, owner: int) -> None:
 
 def _data_fd(data: bytes) -> int:
     """A file descriptor holding ``data`` from offset 0 (for bwrap's ``--ro-bind-data``)."""
-    fd = os.memfd_create("hg-data", 0)
+    try:
+        fd = os.memfd_create("hg-data", 0)
+    except (AttributeError, OSError):  # no memfd: a pipe holds up to 64 kB
+        read, write = os.pipe()
+        os.write(write, data)
+        os.close(write)
+        return read
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+def bwrap_supports(option: str) -> bool:
+    """Whether the installed bwrap knows ``option`` (from its ``--help``; cached)."""
+    with _etc_lock:
+        if "help" not in _checked:
+            try:
+                done = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30)
+                _checked["help"] = done.stdout + done.stderr
+            except (OSError, subprocess.SubprocessError):
+                _checked["help"] = ""
+        return f"{option} " in (_checked["help"] or "")
 
 
 _runner_code: list[bytes] = []
@@ -544,8 +564,7 @@ class Sandbox:
             "--bind",
             str(self.home),
             HOME,
-            "--perms",
-            "0444",
+            *(["--perms", "0444"] if bwrap_supports("--perms") else []),
             "--ro-bind-data",
             str(code_fd),
             RUNNER_IN_SANDBOX,
