@@ -171,6 +171,11 @@ class Disk:
         self.next_scan = 0.0
         self.hit_file_size = False
         self.rule = None
+        self.since = 0
+
+    def begin(self):
+        """A command starts: files it writes up to the file-size limit are reported."""
+        self.since = time.time_ns()  # file times lag (coarse clock): never an earlier write
 
     def poll(self):
         if not self.watching:
@@ -207,8 +212,8 @@ class Disk:
                     is_dir = stat.S_ISDIR(st.st_mode)
                     if is_dir:
                         stack.append((entry.path, counted))
-                    elif st.st_size >= self.file_size:
-                        self.hit_file_size = True
+                    elif st.st_size >= self.file_size and st.st_mtime_ns >= self.since:
+                        self.hit_file_size = True  # written up to the limit by this command
                     if not counted:
                         continue
                     count += 1
@@ -342,6 +347,7 @@ def signame(code):
 
 def run_fresh(cmd, timeout):
     start = time.monotonic()
+    DISK[0].begin()
     argv = [*SHELL, "-c", cmd]
     if len(cmd.encode("utf-8", "surrogateescape")) > 65536:  # beyond what one exec argument may hold
         with open("/tmp/.hg-runner-script", "w", encoding="utf-8", errors="surrogateescape") as f:
@@ -436,6 +442,7 @@ class Shell:
 
     def run(self, cmd, timeout):
         start = time.monotonic()
+        DISK[0].begin()
         with open(self.cmd_path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(cmd)
         script = (
