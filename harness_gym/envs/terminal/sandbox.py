@@ -5,22 +5,29 @@ agent sees as ``/app``) and ``<root>/home`` (``$HOME``, seen as ``/home/agent``)
 run inside ``bwrap`` with:
 
 * no network (``--unshare-net``: only a private loopback; the host's loopback is unreachable),
-  and their own user, PID, IPC, UTS and cgroup namespaces (``--unshare-all``);
+  their own user, PID, IPC, UTS and cgroup namespaces (``--unshare-all``), and no nested user
+  namespace (``--disable-userns``);
 * ``--die-with-parent`` and ``--new-session``; the sandbox runs as an unprivileged user with
   every capability dropped (as root on the host, under a dedicated host uid);
-* the system (``/usr``, ``/etc``) read-only; only the episode directory and a private,
-  size-limited ``/tmp`` writable; ``/root``, ``/home`` and the rest of the host invisible;
-* a clean environment (``--clearenv``; only ``PATH``, ``HOME``, ``LANG``, ... set here);
+* the system (``/usr``, ``/etc``) read-only, with neutral user, group and host names; ``/dev``
+  read-only; only the episode directory and private, size-limited ``/tmp`` and ``/dev/shm``
+  writable; ``/root``, ``/home``, the checkout and the rest of the host invisible;
+* nothing of the host's environment (bwrap itself starts under ``env -i``; ``--clearenv``);
 * per command: a wall-clock timeout (the command's whole session, and every other process of
   the sandbox, is killed), CPU seconds, address space, number of processes and file size
   limits; output capped while it is read (head and tail kept, the rest counted);
-* a disk quota on the episode directory, checked after every command (the largest files
-  are removed when it is exceeded, and the result says so).
+* the whole sandbox's memory in a memory cgroup where one can be made (:class:`MemoryCgroup`);
+* a disk quota and an entry limit on ``/app`` and ``$HOME``, enforced by the runner while the
+  command runs (a command that breaks one is killed and the excess removed).
 
 One small runner process (:mod:`harness_gym.envs.terminal.runner`, on the system
-``python3``) lives in the sandbox for the episode and starts every command, so the per-command
-cost is one fork and exec, not a new sandbox. Nothing ever runs unsandboxed: where bubblewrap
-cannot run, :func:`require_bwrap` raises :class:`SandboxUnavailable` saying how to install it.
+``python3``) is the sandbox's PID 1 for the episode and starts every command, so the
+per-command cost is one fork and exec, not a new sandbox. Its code comes in through a file
+descriptor (the checkout's path and permissions never matter); requests and replies travel
+over two private pipes, every line bound to its request by a per-episode HMAC, so nothing the
+agent writes is taken for a reply. Nothing ever runs unsandboxed: where bubblewrap cannot
+run, :func:`require_bwrap` raises :class:`SandboxUnavailable` saying how to install it.
+See "Threat model" in docs/terminal.md.
 """
 
 from __future__ import annotations
@@ -589,6 +596,10 @@ class Sandbox:
                 start_new_session=True,
                 **_as_user(self.uid),
             )
+        except BaseException:
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            raise
         finally:
             for fd in (req_r, rep_w, code_fd):
                 os.close(fd)
