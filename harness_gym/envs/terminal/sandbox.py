@@ -12,7 +12,7 @@ run inside ``bwrap`` with:
 * the system (``/usr``, ``/etc``) read-only, with neutral user, group and host names; ``/dev``
   read-only; only the episode directory and private, size-limited ``/tmp`` and ``/dev/shm``
   writable; ``/root``, ``/home``, the checkout and the rest of the host invisible;
-* nothing of the host's environment (bwrap itself starts under ``env -i``; ``--clearenv``);
+* nothing of the host's environment (bwrap itself starts with :data:`BWRAP_ENV`; ``--clearenv``);
 * per command: a wall-clock timeout (the command's whole session, and every other process of
   the sandbox, is killed), CPU seconds, address space, number of processes and file size
   limits; output capped while it is read (head and tail kept, the rest counted);
@@ -239,15 +239,13 @@ def _as_user(uid: int | None) -> dict[str, Any]:
 def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16 << 20) -> list[str]:
     """bwrap's arguments for a sandbox of the system alone (no episode directory yet).
 
-    bwrap runs under ``env -i`` with :data:`BWRAP_ENV` alone, whatever the caller's environment.
-    Inside: no user namespaces can be made (bubblewrap >= 0.8), ``/dev`` is read-only (its
-    ``/dev/shm`` and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and host
-    names are neutral ones. A one-shot sandbox appends its binds, then ``--`` and a command."""
+    Start bwrap with ``env=BWRAP_ENV`` (or none) and ``cwd="/"``: without ``--as-pid-1``
+    its init is the sandbox's ``/proc/1``, whose environment the sandbox can read. Inside: no
+    user namespaces can be made (bubblewrap >= 0.8), ``/dev`` is read-only (its ``/dev/shm``
+    and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and host names are
+    neutral ones. A one-shot sandbox appends its binds, then ``--`` and a command."""
     del uid  # the same arguments under every uid; kept for callers
-    # `env -i` (which execs bwrap, same pid): bwrap's own environment is BWRAP_ENV, whatever
-    # the caller's; it is /proc/1/environ inside a sandbox without --as-pid-1.
-    args = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in BWRAP_ENV.items())]
-    args += [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user"]
+    args = ["bwrap", "--unshare-all", "--unshare-user"]
     if bwrap_supports("--disable-userns"):  # bubblewrap >= 0.8
         args.append("--disable-userns")
     args += [
