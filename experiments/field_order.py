@@ -34,10 +34,10 @@ from harness_gym import Harness, make_env
 from harness_gym.analysis.stats import wilson
 from harness_gym.baselines import sb3
 from harness_gym.baselines.text_policy import (
-    GRPOConfig,
-    GRPOTrainer,
     TextPolicy,
     TextPolicyConfig,
+    TextPolicyGRPOConfig,
+    TextPolicyGRPOTrainer,
     success_rate,
 )
 from harness_gym.core.space import HarnessSpace
@@ -92,10 +92,10 @@ def train_text_policy(
     """Train until greedy success on the training harnesses reaches ``target`` (None: run the cap)."""
     torch.manual_seed(seed)
     policy = TextPolicy(TextPolicyConfig())
-    trainer = GRPOTrainer(
+    trainer = TextPolicyGRPOTrainer(
         policy,
         [factory(h) for h in harnesses],
-        GRPOConfig(instances=instances, group_size=group_size, grouping=grouping, seed=seed),
+        TextPolicyGRPOConfig(instances=instances, group_size=group_size, grouping=grouping, seed=seed),
     )
     done = 0
     while done < max_iterations:

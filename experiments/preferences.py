@@ -34,7 +34,12 @@ from harness_gym.analysis.preferences import (
     collect_states,
     recover_preferences,
 )
-from harness_gym.baselines.text_policy import GRPOConfig, GRPOTrainer, TextPolicy, TextPolicyConfig
+from harness_gym.baselines.text_policy import (
+    TextPolicy,
+    TextPolicyConfig,
+    TextPolicyGRPOConfig,
+    TextPolicyGRPOTrainer,
+)
 
 TASK = "EnterText"
 HARNESSES = {"tight (budget 2)": Harness(step_budget=2), "loose (budget 6)": Harness(step_budget=6)}
@@ -46,10 +51,10 @@ def train(harness: Harness, iterations: int, seed: int) -> tuple[TextPolicy, Tex
     policy = TextPolicy(TextPolicyConfig())
     reference = TextPolicy(TextPolicyConfig())
     reference.load_state_dict(policy.state_dict())
-    trainer = GRPOTrainer(
+    trainer = TextPolicyGRPOTrainer(
         policy,
         [lambda: make_env(TASK, harness)],
-        GRPOConfig(beta=BETA, seed=seed, grouping="within"),
+        TextPolicyGRPOConfig(beta=BETA, seed=seed, grouping="within"),
         reference=reference,
     )
     trainer.train(iterations=iterations)

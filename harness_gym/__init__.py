@@ -1,7 +1,10 @@
 """harness-gym: every (task, harness) pair as a Gymnasium environment.
 
 ``import harness_gym`` registers ``harness_gym/<Task>-<Preset>-v0`` and
-``harness_gym/<Task>-v0`` with Gymnasium for every built-in task.
+``harness_gym/<Task>-v0`` with Gymnasium for every built-in task and every installed plugin's
+task. Registering is cheap (``benchmarks/import_time.py``): the specs go straight into
+Gymnasium's registry, nothing is bound, and a family's task classes (the real-browser ones)
+are imported only when an env or the class is first needed.
 """
 
 from harness_gym.core import (
@@ -43,6 +46,12 @@ _browser.register(add_to_task_registry=False)
 from harness_gym.envs import terminal as _terminal  # noqa: E402
 
 _terminal.register(add_to_task_registry=False)
+
+# Installed plugins' tasks (entry points ``harness_gym.tasks``): their ids work in gym.make too.
+# A plugin that fails to load is reported by the next load_plugins call (the CLI's warning line).
+from harness_gym.core.plugins import load_plugins as _load_plugins  # noqa: E402
+
+_load_plugins(["tasks"], warn=False, defer=True)
 
 __all__ = [
     "PRESETS",

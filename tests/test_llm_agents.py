@@ -32,8 +32,8 @@ from harness_gym.llm.agent import LLMAgent
 from harness_gym.llm.cache import CompletionCache
 from harness_gym.llm.chat import chat_messages
 from harness_gym.llm.openai_backend import OpenAIBackend
-from harness_gym.llm.rollout import Episode, RolloutStats, run_batched
 from harness_gym.llm.types import ChatRequest, Sampling
+from harness_gym.rollout import Episode, RolloutStats, run_batched
 
 # xdist_group: under `pytest -n N --dist loadgroup` all model tests share one worker (one server).
 pytestmark = [pytest.mark.llm, pytest.mark.xdist_group("llm"), pytest.mark.usefixtures("one_torch_thread")]

@@ -29,9 +29,9 @@ from harness_gym import Harness
 from harness_gym.llm.agent import LLMAgent
 from harness_gym.llm.cache import CompletionCache
 from harness_gym.llm.openai_backend import OpenAIBackend
-from harness_gym.llm.rollout import Episode, RolloutStats, run_batched
 from harness_gym.llm.spec import LLMSpecError, agent_factory, parse_llm_spec
 from harness_gym.llm.types import TRANSPORT_ERRORS, ChatRequest, Sampling
+from harness_gym.rollout import Episode, RolloutStats, run_batched
 
 # vLLM 0.32's answer to a prompt longer than --max-model-len (docs/llm-server.md).
 CONTEXT_BODY = {

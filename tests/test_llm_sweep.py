@@ -21,9 +21,7 @@ SPACE = HarnessSpace({"tool_style": ["python", "json"], "few_shot": [2, 0]})
 
 
 def _spec(server, cache: Path, constrain: bool) -> SweepSpec:
-    agent = (
-        f"openai:{server.model}@{server.base_url}?max_tokens=24&cache={cache}&constrain={int(constrain)}"
-    )
+    agent = f"openai:{server.model}@{server.base_url}?max_tokens=24&cache={cache}&constrain={int(constrain)}"
     return SweepSpec.build([agent, "oracle"], tasks=["ClickButton"], space=SPACE, subset="all", seeds=2)
 
 

@@ -30,6 +30,7 @@ from harness_gym.core.registry import TASKS, get_task
 from harness_gym.core.tools import STYLES, Toolbox, ToolStyle, register_tool_style
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
+REPO = PLUGINS.parents[1]
 DEMO_SRC = PLUGINS / "hg_demo_plugin"
 IMPORT_ONLY = PLUGINS / "hg_import_only"
 TOO = "harness_gym/PickLargestToo-Json-v0"
@@ -170,6 +171,31 @@ print(json.dumps({"obs": obs, "legal": info["legal_actions"], "levels": levels, 
     assert "/pick index=0" in result["legal"] and "/submit" in result["legal"]
     assert "ini_like" in result["levels"]["obs_format"] and "slash" in result["levels"]["tool_style"]
     assert result["ok"]
+
+
+def test_installed_plugin_ids_work_in_plain_gym_make(demo_site: Path, tmp_path: Path) -> None:
+    """``import harness_gym`` registers an installed plugin's ids (no CLI, no explicit load);
+    a web-family preset that cannot bind to its actions is not registered with it."""
+    script = """
+import json
+import gymnasium as gym
+import harness_gym
+env = gym.make("harness_gym/PickLargest-ToolsXml-v0")
+obs, info = env.reset(seed=3)
+print(json.dumps({"task": info["task_id"], "legal": info["legal_actions"],
+                  "plain": "harness_gym/PickLargest-v0" in gym.registry,
+                  "miniwob": "harness_gym/PickLargest-MiniWoBStyle-v0" in gym.registry}))
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(demo_site), str(REPO)])}
+    env.pop(plugins.IMPORT_VAR, None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["task"] == "PickLargest" and result["plain"]
+    assert any(a.startswith("<pick") for a in result["legal"]), result["legal"]  # ToolsXml writes XML
+    assert not result["miniwob"]  # MiniWoBStyle renames click, which PickLargest lacks
 
 
 def test_installed_plugin_runs_in_sweep_and_report(demo_site: Path, tmp_path: Path) -> None:

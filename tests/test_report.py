@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd  # noqa: F401 - the report needs the analysis extra
 import pytest
 
-from harness_gym.analysis import cli_sweep
+from harness_gym import cli as cli_sweep  # the sweep and report verbs
 from harness_gym.analysis.report import (
     COMPONENTS,
     HARNESS_PARTS,

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from harness_gym import PRESETS, Harness, make_env
-from harness_gym.analysis.rollout import evaluate as evaluate_agent
 from harness_gym.baselines import sb3
 from harness_gym.baselines.agents import RandomAgent
-from harness_gym.cli import build_parser
+from harness_gym.cli import build_parser, train
+from harness_gym.cli import evaluate as evaluate_verb
+from harness_gym.rollout import evaluate as evaluate_agent
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -121,8 +122,6 @@ def test_unknown_algo_is_refused() -> None:
 
 
 def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
-    from harness_gym.baselines import cli_train
-
     out_dir = tmp_path / "cb"
     args = build_parser().parse_args(
         ["train", "--algo", "maskable_ppo", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "128",
@@ -130,7 +129,7 @@ def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
          "--out", str(out_dir)]
     )  # fmt: skip
     out = io.StringIO()
-    assert cli_train.run_train(args, out) == 0
+    assert run_verb(train.run, args, out) == 0
     assert f"trained under harness {PRESETS['Json'].id}" in out.getvalue()
     assert (out_dir / "model.zip").exists()
     features = json.loads((out_dir / "run.json").read_text())["features"]
@@ -140,22 +139,27 @@ def test_cli_train_then_eval_under_another_harness(tmp_path: Path) -> None:
         ["eval", "--model", str(out_dir), "--env", "harness_gym/ClickButton-Json*", "--episodes", "4"]
     )
     out = io.StringIO()
-    assert cli_train.run_model_eval(eval_args, out) == 0
+    assert run_verb(evaluate_verb.run_model_eval, eval_args, out) == 0
     text = out.getvalue()
     assert "harness_gym/ClickButton-Json-v0" in text and "harness_gym/ClickButton-JsonReversed-v0" in text
     assert PRESETS["JsonReversed"].id in text
     not_a_model = build_parser().parse_args(["eval", "--model", str(tmp_path), "--env", "all"])
     with pytest.raises(SystemExit, match="not a model directory"):
-        cli_train.run_model_eval(not_a_model, out)
+        run_verb(evaluate_verb.run_model_eval, not_a_model, out)
 
 
 def test_cli_menu_dim_zero_trains_on_the_observation_alone(tmp_path: Path) -> None:
-    from harness_gym.baselines import cli_train
-
     args = build_parser().parse_args(
         ["train", "--env", "harness_gym/ClickButton-Json-v0", "--steps", "64", "--n-envs", "1",
          "--menu-dim", "0", "--hyperparams", json.dumps(TINY), "--eval-episodes", "0", "--out", str(tmp_path)]
     )  # fmt: skip
-    assert cli_train.run_train(args, io.StringIO()) == 0
+    assert run_verb(train.run, args, io.StringIO()) == 0
     loaded = sb3.load(tmp_path)
     assert loaded.features.menu_slots == 0 and loaded.model.observation_space.shape == (2048,)
+
+
+def run_verb(verb, args, out) -> int:  # noqa: ANN001
+    """A CLI verb on parsed arguments, through the CLI's error layer (one line, exit code 2)."""
+    from harness_gym.cli.common import run_guarded
+
+    return run_guarded(lambda: verb(args, out), debug=False)

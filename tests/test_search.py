@@ -300,9 +300,17 @@ def test_paired_difference_and_score_on_known_rows() -> None:
     a = {("t", s): {"success": True, "error": None} for s in range(20)}
     b = {("t", s): {"success": s % 2 == 0, "error": None} for s in range(20)}
     same = paired_difference(a, a)
-    assert (same.mean, same.low, same.high, same.significant) == (0.0, 0.0, 0.0, False)
+    assert same.mean == 0.0 and not same.significant and same.p_value == 1.0
+    assert same.low < -0.05 and same.high > 0.05  # a tie over 20 pairs is not [0, 0]
     d = paired_difference(a, b)
     assert d.mean == 0.5 and d.low > 0 and d.significant
+    assert (d.wins, d.losses) == (10, 0) and d.p_value == pytest.approx(2 / 2**10)
+    # One win and no loss over 60 pairs is no evidence (the old Wilson-on-differences said yes).
+    one = {("t", s): {"success": s == 0, "error": None} for s in range(60)}
+    none = {("t", s): {"success": False, "error": None} for s in range(60)}
+    d = paired_difference(one, none)
+    assert (d.wins, d.losses, d.p_value) == (1, 0, 1.0) and not d.significant
+    assert d.low < 0 < d.high
     crashed = {("t", s): {"success": None, "error": "boom", "steps": None} for s in range(4)}
     s = score(list(crashed.values()))
     assert s.success == 0.0 and s.errors == 4  # crashes count as failures

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness_gym.analysis import cli_sweep
+from harness_gym import cli as cli_sweep  # the sweep and report verbs
 from harness_gym.analysis.agent_spec import AgentSpecError, make_agent, parse_agent
 from harness_gym.analysis.mismatch import mismatch_table, side_by_side
 from harness_gym.analysis.sweep import (
@@ -225,8 +225,8 @@ def test_agent_forms(agents_file: Path) -> None:
 
 def test_styled_oracle_follows_its_habits_until_corrected() -> None:
     """oracle@Json succeeds where Json syntax parses, or where errors are shown to it."""
-    from harness_gym.analysis.rollout import run_episode
     from harness_gym.core.harness import Harness
+    from harness_gym.rollout import run_episode
 
     def success(harness: Harness) -> bool:
         env = make_env("ClickButton", harness)
@@ -326,7 +326,7 @@ def test_killed_sweep_resumes_to_the_rows_of_an_uninterrupted_sweep(
     total = 2 * 3 * 4
     out = tmp_path / "killed"
     env = {**os.environ, "SLOW_AGENT_DELAY": "0.04"}
-    code = "import sys; from harness_gym.analysis.cli_sweep import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from harness_gym.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, *argv, "--out", str(out)],
         cwd=ROOT,

@@ -11,14 +11,13 @@ import pytest
 import torch
 
 from harness_gym import PRESETS, make_env  # noqa: E402
-from harness_gym.analysis.rollout import evaluate, run_episode  # noqa: E402
 from harness_gym.baselines.agents import RandomAgent  # noqa: E402
 from harness_gym.baselines.text_policy import (  # noqa: E402
-    GRPOConfig,
-    GRPOTrainer,
     TextPolicy,
     TextPolicyAgent,
     TextPolicyConfig,
+    TextPolicyGRPOConfig,
+    TextPolicyGRPOTrainer,
     collate,
     group_advantages,
     kl_to_reference,
@@ -27,7 +26,9 @@ from harness_gym.baselines.text_policy import (  # noqa: E402
     play,
     success_rate,
 )
-from harness_gym.cli import build_parser
+from harness_gym.cli import build_parser, train
+from harness_gym.cli import evaluate as evaluate_verb
+from harness_gym.rollout import evaluate, run_episode  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -163,8 +164,8 @@ def test_trainer_forms_the_groups_it_claims_to() -> None:
     """Cross grouping mixes both harnesses of a seed; within keeps them apart."""
     factories = [lambda: make_env("EnterText", "Json"), lambda: make_env("EnterText", "BundleYaml")]
     for grouping in ("within", "cross"):
-        cfg = GRPOConfig(instances=3, group_size=2, grouping=grouping, seed=0)
-        trainer = GRPOTrainer(TextPolicy(SMALL), factories, cfg)
+        cfg = TextPolicyGRPOConfig(instances=3, group_size=2, grouping=grouping, seed=0)
+        trainer = TextPolicyGRPOTrainer(TextPolicy(SMALL), factories, cfg)
         episodes = trainer.collect()
         assert len(episodes) == 3 * 2 * 2
         groups = make_groups([vars(e) for e in episodes], grouping)
@@ -178,7 +179,9 @@ def test_trainer_forms_the_groups_it_claims_to() -> None:
                 assert len(seen) == 1
         assert len(groups) == (3 if grouping == "cross" else 6)
     with pytest.raises(ValueError, match="same task"):
-        GRPOTrainer(TextPolicy(SMALL), [lambda: make_env("EnterText"), lambda: make_env("ClickButton")])
+        TextPolicyGRPOTrainer(
+            TextPolicy(SMALL), [lambda: make_env("EnterText"), lambda: make_env("ClickButton")]
+        )
 
 
 # -- training -------------------------------------------------------------------------------------
@@ -189,7 +192,9 @@ def test_text_policy_beats_random_on_a_single_step_task() -> None:
     torch.manual_seed(0)
     policy = TextPolicy(TextPolicyConfig(dim=32, hidden=64))
     factory = lambda: make_env("ClickButton", "Json")  # noqa: E731
-    trainer = GRPOTrainer(policy, [factory], GRPOConfig(iterations=12, learning_rate=6e-3, seed=0))
+    trainer = TextPolicyGRPOTrainer(
+        policy, [factory], TextPolicyGRPOConfig(iterations=12, learning_rate=6e-3, seed=0)
+    )
     history = trainer.train()
     assert len(history) == 12 and all(np.isfinite(row["kl"]) for row in history)
     trained = success_rate(policy, factory, range(200))
@@ -201,8 +206,10 @@ def test_training_is_seeded() -> None:
     def run() -> list[float]:
         torch.manual_seed(5)
         policy = TextPolicy(SMALL)
-        trainer = GRPOTrainer(
-            policy, [lambda: make_env("EnterText", "Json")], GRPOConfig(instances=4, group_size=4, seed=5)
+        trainer = TextPolicyGRPOTrainer(
+            policy,
+            [lambda: make_env("EnterText", "Json")],
+            TextPolicyGRPOConfig(instances=4, group_size=4, seed=5),
         )
         trainer.train(2)
         return policy.log_probs(*states()[0]).tolist()
@@ -234,8 +241,6 @@ def test_save_and_load_keep_the_log_probs(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa: ANN001
-    from harness_gym.baselines import cli_train
-
     args = build_parser().parse_args(
         [
             "train", "--algo", "text_policy", "--env", "harness_gym/EnterText-Json-v0",
@@ -245,7 +250,7 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
         ]
     )  # fmt: skip
     out = io.StringIO()
-    assert cli_train.run_train(args, out) == 0
+    assert run_verb(train.run, args, out) == 0
     assert "saved text policy (cross grouping, 2 harness(es))" in out.getvalue()
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["algo"] == "text_policy" and len(run["harnesses"]) == 2 and run["grpo"]["grouping"] == "cross"
@@ -256,7 +261,7 @@ def test_cli_trains_saves_and_evaluates_a_text_policy(tmp_path) -> None:  # noqa
          "--episodes", "3", "--out", str(rows_file)]
     )  # fmt: skip
     out = io.StringIO()
-    assert cli_train.run_model_eval(eval_args, out) == 0
+    assert run_verb(evaluate_verb.run_model_eval, eval_args, out) == 0
     assert "harness_gym/EnterText-BundleMarkdown-v0" in out.getvalue()
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
     assert len(rows) == 3 and rows[0]["harness_id"] == PRESETS["BundleMarkdown"].id
@@ -269,7 +274,7 @@ def test_text_policy_learns_a_multi_step_task(task: str) -> None:
     torch.manual_seed(0)
     policy = TextPolicy()
     factory = lambda: make_env(task, "Json")  # noqa: E731
-    GRPOTrainer(policy, [factory], GRPOConfig(iterations=40, seed=0)).train()
+    TextPolicyGRPOTrainer(policy, [factory], TextPolicyGRPOConfig(iterations=40, seed=0)).train()
     assert success_rate(policy, factory, range(200)) >= 0.85
 
 
@@ -279,3 +284,23 @@ def perturb(policy: TextPolicy) -> TextPolicy:
         policy.head[-1].weight.normal_(0.0, 1.0)
         policy.head[-1].bias.zero_()
     return policy
+
+
+def run_verb(verb, args, out) -> int:  # noqa: ANN001
+    """A CLI verb on parsed arguments, through the CLI's error layer (one line, exit code 2)."""
+    from harness_gym.cli.common import run_guarded
+
+    return run_guarded(lambda: verb(args, out), debug=False)
+
+
+def test_old_grpo_names_still_resolve_with_a_deprecation_warning() -> None:
+    """The text policy's trainer was named like TRL's GRPOTrainer; the old names still work."""
+    import harness_gym.baselines.text_policy as text_policy
+
+    with pytest.warns(DeprecationWarning, match="use TextPolicyGRPOTrainer"):
+        assert text_policy.GRPOTrainer is TextPolicyGRPOTrainer
+    with pytest.warns(DeprecationWarning, match="use TextPolicyGRPOConfig"):
+        from harness_gym.baselines.text_policy import GRPOConfig
+    assert GRPOConfig is TextPolicyGRPOConfig
+    with pytest.raises(AttributeError):
+        text_policy.NoSuchName  # noqa: B018

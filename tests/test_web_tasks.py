@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from harness_gym import PRESETS, TASKS, Harness, make_env
-from harness_gym.analysis.rollout import run_episode
 from harness_gym.baselines.agents import RandomAgent
 from harness_gym.core.presets import PRESET_INFO
+from harness_gym.rollout import run_episode
 from tests.conftest import TASK_IDS, play_oracle
 
 N_SEEDS = 50

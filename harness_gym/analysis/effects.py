@@ -32,7 +32,21 @@ import numpy as np
 
 PAIRED = "paired flips"
 LEAST_SQUARES = "least squares"
-COLUMNS = ["agent", "factor", "level", "n", "effect", "effect_low", "effect_high", "estimator"]
+COLUMNS = [
+    "agent",
+    "factor",
+    "level",
+    "n",
+    "effect",
+    "effect_low",
+    "effect_high",
+    "p_value",
+    "p_holm",
+    "significant",
+    "clusters",
+    "estimator",
+    "note",
+]
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -125,6 +139,7 @@ def build_model(
     counts: np.ndarray | None = None,
     noise: float | None = None,
     alias_threshold: float = 0.3,
+    interactions: bool = True,
 ) -> Model:
     """The model for a design (one row of level indices per harness).
 
@@ -134,7 +149,8 @@ def build_model(
     is kept that still adds its full rank (fewest columns first). With outcomes (``means``
     per harness, ``counts`` of episodes behind them, ``noise`` the variance of one episode)
     interactions enter by forward selection among those whose sum of squares is beyond the
-    99.9% point of its chi-square under no interaction: the one that explains the most. A main
+    99.9% point of its chi-square under no interaction: the one that explains the most. With
+    ``interactions=False`` the model has main effects only (every pair is omitted). A main
     effect whose coefficients move by more than ``alias_threshold`` per unit of a left-out
     interaction's column is *aliased* with it.
     """
@@ -186,7 +202,9 @@ def build_model(
             and np.linalg.matrix_rank(np.hstack([*cols, block])) == rank + block.shape[1]
         )
 
-    if means is None:
+    if not interactions:
+        pass
+    elif means is None:
         for pair, block in separable.items():
             if fits(block):
                 cols.append(block)
@@ -245,18 +263,155 @@ def _chi2_999(k: int) -> float:
     return k * (1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k))) ** 3
 
 
+# -- intervals, tests, multiplicity ---------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    """Estimates of linear contrasts with cluster-robust small-sample intervals and p-values."""
+
+    effect: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p: np.ndarray
+    clusters: int
+
+
+def cluster_t(
+    theta: np.ndarray,
+    effect: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    confidence: float = 0.95,
+) -> Estimate:
+    """Intervals and two-sided p-values for means of per-cluster contributions.
+
+    ``theta`` is ``(clusters, k)``: each cluster's own value of each of ``k`` estimates, whose
+    mean over clusters is ``effect``. The interval is Student's t with ``clusters - 1`` degrees
+    of freedom on the cluster values (the cluster-robust variance with the ``G / (G - 1)``
+    small-sample correction). Where every cluster gives the same value ``c`` (nothing
+    disagrees, so the sample variance is zero) the interval is exact instead: the probability
+    ``q`` that a cluster would differ is at most ``1 - (alpha/2)^(1/G)`` (Clopper-Pearson for
+    0 of ``G``), and a mean of values bounded by ``bounds`` then lies within ``q`` times the
+    distance from ``c`` to either bound; the p-value is the chance that ``G`` clusters agree on
+    ``c`` when the mean is zero. Fewer than 2 clusters: no interval (NaN).
+    """
+    theta = np.asarray(theta, dtype=float)
+    effect = np.asarray(effect, dtype=float)
+    lo_b, hi_b = (np.asarray(b, dtype=float) for b in bounds)
+    g = theta.shape[0]
+    nan = np.full(effect.shape, math.nan)
+    if g < 2:
+        return Estimate(effect, nan.copy(), nan.copy(), nan.copy(), g)
+    from scipy import special  # scipy.special, not scipy.stats: a fraction of the import time
+
+    alpha = 1 - confidence
+    sd = theta.std(axis=0, ddof=1)
+    scale = np.maximum(np.abs(hi_b - lo_b), 1e-12)
+    zero = sd <= 1e-9 * scale
+    se = sd / math.sqrt(g)
+    tq = float(special.stdtrit(g - 1, 1 - alpha / 2))
+    low, high = effect - tq * se, effect + tq * se
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * special.stdtr(g - 1, -np.abs(effect) / np.where(zero, 1.0, se))
+    q0 = 1 - (alpha / 2) ** (1 / g)
+    low = np.where(zero, effect - q0 * np.maximum(effect - lo_b, 0.0), low)
+    high = np.where(zero, effect + q0 * np.maximum(hi_b - effect, 0.0), high)
+    for j in np.flatnonzero(zero):
+        c = effect[j]
+        if abs(c) <= 1e-9 * scale[j]:
+            p[j] = 1.0
+        else:
+            gap = (c - lo_b[j]) if c > 0 else (hi_b[j] - c)
+            q_min = abs(c) / gap if gap > 0 else 1.0  # the mean is 0 only if this share differs
+            p[j] = min(1.0, 2 * (1 - min(q_min, 1.0)) ** g)
+    low, high = np.minimum(np.maximum(low, lo_b), effect), np.maximum(np.minimum(high, hi_b), effect)
+    return Estimate(effect, low, high, p, g)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (:func:`harness_gym.analysis.stats.holm`: family-wise
+    error control under any dependence) over the finite entries; NaN entries stay NaN."""
+    from harness_gym.analysis import stats
+
+    p = [float(v) for v in p_values]
+    finite = [i for i, v in enumerate(p) if v == v]
+    out = [math.nan] * len(p)
+    for i, v in zip(finite, stats.holm([p[i] for i in finite]) if finite else []):
+        out[i] = float(v)
+    return out
+
+
+def _one_way(theta: np.ndarray, groups: np.ndarray) -> float:
+    """One-way ANOVA p-value that a column's cluster mean is the same in every group (task)."""
+    from scipy import special
+
+    labels = np.unique(groups)
+    g, t = len(theta), len(labels)
+    if t < 2 or g <= t:
+        return math.nan
+    mean = theta.mean()
+    between = sum((groups == lab).sum() * (theta[groups == lab].mean() - mean) ** 2 for lab in labels)
+    within = sum(((theta[groups == lab] - theta[groups == lab].mean()) ** 2).sum() for lab in labels)
+    scale = max(abs(theta).max(), 1e-12)
+    if between <= 1e-18 * scale**2 * g:
+        return 1.0
+    if within <= 1e-18 * scale**2 * g:
+        return 0.0
+    f = (between / (t - 1)) / (within / (g - t))
+    return float(special.fdtrc(t - 1, g - t, f))
+
+
 # -- the estimators ----------------------------------------------------------------------------
+
+#: Significance level of the tests (after Holm's correction) and of the lack-of-fit check.
+ALPHA = 0.05
+#: The lack-of-fit check flags a model at this p-value: generous, because a missed interaction
+#: biases intervals while a false flag only withholds some of them.
+LACK_OF_FIT_ALPHA = 0.2
+#: An omitted interaction whose columns carry at least this share of the misfit is named.
+SHARE = 0.1
+TASK_COLUMNS = [
+    "agent",
+    "task_id",
+    "factor",
+    "level",
+    "effect",
+    "effect_low",
+    "effect_high",
+    "p_value",
+    "p_holm",
+    "significant",
+]
+HETEROGENEITY_COLUMNS = ["agent", "factor", "tasks", "p_value", "p_holm", "heterogeneous"]
+BASE_COLUMNS = ["agent", "factor", "bases", "p_value", "p_holm", "differs"]
+FIT_COLUMNS = ["agent", "lack_of_fit_p", "residual_df", "fits", "interactions", "withheld"]
 
 
 @dataclass
 class Effects:
     """Effect rows (``table``), the estimator that made them, each agent's least-squares model
-    (empty for paired flips), and warnings in words."""
+    (empty for paired flips), and warnings in words.
+
+    ``by_task``: the same effects within each task; ``heterogeneity``: per agent and factor,
+    whether its effects differ between tasks; ``fit``: per agent, the lack-of-fit check of the
+    main-effects model (least squares); ``unmet``: for flips, the levels no base harness takes;
+    ``bases``: for flips, per agent and factor, whether its effect differs between the bases;
+    ``no_effect``: per agent, the factors the report may call without detectable effect (every
+    level's interval printed, nothing significant overall or per task after Holm's correction,
+    no heterogeneity); ``exact_zero``: of those, the ones no cluster moved at all.
+    """
 
     table: Any
     estimator: str
     models: dict[str, Model]
     warnings: list[str]
+    by_task: Any = None
+    heterogeneity: Any = None
+    fit: Any = None
+    unmet: dict[str, list[str]] = field(default_factory=dict)
+    bases: Any = None
+    no_effect: dict[str, list[str]] = field(default_factory=dict)
+    exact_zero: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -266,6 +421,19 @@ class _Grid:
     y: np.ndarray
     harnesses: list[str]
     clusters: int
+    tasks: np.ndarray  # the task of each cluster
+
+    def filled(self) -> np.ndarray:
+        """Missing cells replaced by their harness's mean (so each cluster has every harness)."""
+        means = np.nanmean(np.where(np.isnan(self.y).all(axis=0), 0.0, self.y), axis=0)
+        return np.where(np.isnan(self.y), means, self.y)
+
+    def counts(self) -> np.ndarray:
+        return (~np.isnan(self.y)).sum(axis=0).astype(float)
+
+    def means(self) -> np.ndarray:
+        counts = self.counts()
+        return np.nansum(self.y, axis=0) / np.maximum(counts, 1.0)
 
 
 def _grids(rows: Any, value: str) -> dict[str, _Grid]:
@@ -275,24 +443,20 @@ def _grids(rows: Any, value: str) -> dict[str, _Grid]:
     out = {}
     for agent in pd.unique(ok["agent"]):
         g = ok[ok["agent"] == agent]
-        cluster = pd.MultiIndex.from_arrays([g["task_id"], g["seed"]]).factorize()[0]
+        keys = pd.MultiIndex.from_arrays([g["task_id"], g["seed"]])
+        cluster, uniques = keys.factorize()
         harness, names = pd.factorize(g["harness_name"])
         y = np.full((int(cluster.max()) + 1 if len(cluster) else 0, len(names)), np.nan)
         y[cluster, harness] = g[value].to_numpy(dtype=float)
-        out[str(agent)] = _Grid(y, [str(n) for n in names], y.shape[0])
+        tasks = np.array([str(t) for t, _ in uniques], dtype=object)
+        out[str(agent)] = _Grid(y, [str(n) for n in names], y.shape[0], tasks)
     return out
 
 
-def _weights(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
-    """Row 0: the sample itself; then cluster-bootstrap counts (multinomial resamples)."""
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=replicates).astype(float)
-    return np.vstack([np.ones((1, n_clusters)), w])
-
-
-def _interval(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    alpha = (1 - confidence) / 2
-    return np.quantile(draws, alpha, axis=0), np.quantile(draws, 1 - alpha, axis=0)
+def _bounds(a: np.ndarray, y_range: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and largest value ``a @ y`` can take for ``y`` in ``y_range`` per harness."""
+    lo, hi = y_range
+    return (np.minimum(a * lo, a * hi).sum(axis=1), np.maximum(a * lo, a * hi).sum(axis=1))
 
 
 def factor_effects(
@@ -301,13 +465,19 @@ def factor_effects(
     design: Mapping[str, Any] | None = None,
     levels: Mapping[str, Sequence[str]] | None = None,
     value: str = "success",
-    replicates: int = 1000,
+    replicates: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Effects:
     """Per agent, factor and level: the effect (deviation from the factor's average) with a
-    cluster-bootstrap interval, from paired flips when ``design`` records them, else from the
-    least-squares model of main effects and the two-way interactions the design separates.
+    small-sample cluster-robust interval and a Holm-adjusted p-value, from paired flips when
+    ``design`` records them, else from the least-squares model of main effects and the two-way
+    interactions the data select; per task, the same effects and a heterogeneity test.
+
+    Every estimator here is linear in the harnesses' mean outcomes, so each (task, seed)
+    cluster has its own value of every effect; intervals are t intervals over those cluster
+    values (:func:`cluster_t`). ``replicates`` and ``seed`` are accepted for compatibility
+    (the intervals need no resampling).
 
     Args:
         rows: sweep rows (:func:`harness_gym.analysis.sweep.load_rows`); rows with an ``error``
@@ -319,52 +489,104 @@ def factor_effects(
     """
     import pandas as pd
 
+    del replicates, seed
     factors = [f for f in factors if f"level_{f}" in rows]
     ok = rows[rows["error"].isna()] if "error" in rows else rows
-    levels = {
-        f: list((levels or {}).get(f) or list(dict.fromkeys(ok[f"level_{f}"].dropna()))) for f in factors
-    }
+    seen = {f: list(pd.unique(ok[f"level_{f}"].dropna())) for f in factors}
+    levels = {f: list((levels or {}).get(f) or seen[f]) for f in factors}
     for f in factors:  # levels the rows show but the list lacks
-        levels[f] += [lv for lv in dict.fromkeys(ok[f"level_{f}"].dropna()) if lv not in levels[f]]
+        levels[f] += [lv for lv in seen[f] if lv not in levels[f]]
     per_harness = ok.drop_duplicates("harness_name").set_index("harness_name")
     flips = list((design or {}).get("flips") or [])
     grids = _grids(ok, value)
+    values = ok[value].to_numpy(dtype=float) if len(ok) else np.zeros(1)
+    binary = bool(np.isin(values, (0.0, 1.0)).all())
+    y_range = (0.0, 1.0) if binary else (float(np.nanmin(values)), float(np.nanmax(values)))
     records: list[dict[str, Any]] = []
+    task_records: list[dict[str, Any]] = []
+    het_records: list[dict[str, Any]] = []
+    fit_records: list[dict[str, Any]] = []
+    base_records: list[dict[str, Any]] = []
     warnings: list[str] = []
     models: dict[str, Model] = {}
-    if not flips:
-        estimator = LEAST_SQUARES
-        for agent, grid in grids.items():
-            codes = np.array(
-                [[levels[f].index(per_harness.at[h, f"level_{f}"]) for f in factors] for h in grid.harnesses],
-                dtype=np.int64,
-            ).reshape(len(grid.harnesses), len(factors))
-            present = ~np.isnan(grid.y)
-            counts = present.sum(axis=0).astype(float)
-            means = np.nansum(grid.y, axis=0) / np.maximum(counts, 1.0)
-            resid = np.where(present, grid.y - means, 0.0)
-            noise = float((resid**2).sum() / max(present.sum() - len(counts), 1))
+    unmet: dict[str, list[str]] = {}
+    estimator = PAIRED if flips else LEAST_SQUARES
+    for agent, grid in grids.items():
+        codes = np.array(
+            [[levels[f].index(per_harness.at[h, f"level_{f}"]) for f in factors] for h in grid.harnesses],
+            dtype=np.int64,
+        ).reshape(len(grid.harnesses), len(factors))
+        withheld: dict[str, str] = {}
+        if not flips:
+            counts, means = grid.counts(), grid.means()
+            resid = np.where(~np.isnan(grid.y), grid.y - means, 0.0)
+            noise = float((resid**2).sum() / max(counts.sum() - len(counts), 1))
             model = build_model(codes, factors, levels, means, counts, noise)
             model.harnesses = list(grid.harnesses)
-            models[agent] = model
-            records += _least_squares(agent, grid, model, replicates, confidence, seed)
-        warnings += _merge_warnings({a: m.warnings() for a, m in models.items()})
-    else:
-        estimator = PAIRED
-        for agent, grid in grids.items():
-            records += _paired(agent, grid, flips, per_harness, factors, levels, replicates, confidence, seed)
+            models[agent] = model  # with the interactions the data select: the variance split
+            main = build_model(codes, factors, levels, interactions=False)
+            linear = _least_squares_linear(main, counts)
+            fit = _lack_of_fit(main, grid.filled())
+            if fit["fits"] is False:
+                withheld = _aliased_with(main, fit["interactions"])
+            fit_records.append(
+                {
+                    "agent": agent,
+                    "lack_of_fit_p": fit["p"],
+                    "residual_df": fit["df"],
+                    "fits": fit["fits"],
+                    "interactions": "; ".join(f"{a} x {b}" for a, b in fit["interactions"]),
+                    "withheld": "; ".join(withheld),
+                }
+            )
+            warnings += _fit_warnings(agent, model, fit, withheld)
+        else:
+            per_base: dict[str, list[np.ndarray]] = {}
+            linear = _paired_linear(grid, flips, per_harness, factors, levels, per_base)
+            unmet = _unmet_levels(flips, per_harness, factors, levels, grid.harnesses)
+            base_records += _base_differences(agent, grid, per_base)
+        records += _rows(
+            agent, grid, linear, factors, levels, codes, y_range, confidence, withheld, estimator
+        )
+        tr, hr = _task_rows(agent, grid, linear, factors, levels, y_range, confidence, withheld)
+        task_records += tr
+        het_records += hr
+    table = pd.DataFrame.from_records(records, columns=COLUMNS)
+    by_task = pd.DataFrame.from_records(task_records, columns=TASK_COLUMNS)
+    heterogeneity = pd.DataFrame.from_records(het_records, columns=HETEROGENEITY_COLUMNS)
+    fit_table = pd.DataFrame.from_records(fit_records, columns=FIT_COLUMNS)
+    bases_table = pd.DataFrame.from_records(base_records, columns=BASE_COLUMNS)
+    if flips:
+        for r in base_records:
+            if r["differs"]:
+                warnings.append(
+                    f"{r['agent']}: the effect of {r['factor']} differs between the base harnesses "
+                    f"(p = {r['p_value']:.2g}, Holm-adjusted {r['p_holm']:.2g}): it interacts with factors "
+                    "the bases differ in, so at levels no base takes its effect may differ again"
+                )
         unlinked = sorted({r["factor"] for r in records if r["effect"] != r["effect"]})
         if unlinked:
             warnings.append(
                 f"the flips of {_names(unlinked)} do not link every level to the others; "
                 "those factors' effects are not estimated"
             )
-    table = pd.DataFrame.from_records(records, columns=COLUMNS)
-    return Effects(table, estimator, models, warnings)
+    else:
+        design_warnings = _merge_warnings({a: m.warnings() for a, m in models.items()}, keep_aliases=False)
+        warnings = design_warnings + warnings
+    effects = Effects(
+        table, estimator, models, warnings, by_task, heterogeneity, fit_table, unmet, bases_table
+    )
+    effects.no_effect, effects.exact_zero = _without_effect(effects, grids, linear_zero=_exact_zeros(records))
+    return effects
 
 
-def _merge_warnings(per_agent: Mapping[str, list[str]]) -> list[str]:
-    """Warnings every agent shares once; the others prefixed with the agent's name."""
+def _merge_warnings(per_agent: Mapping[str, list[str]], keep_aliases: bool = True) -> list[str]:
+    """Warnings every agent shares once; the others prefixed with the agent's name. The
+    design-only confounding warning is dropped unless ``keep_aliases`` (the data decide it)."""
+    per_agent = {
+        a: [w for w in ws if keep_aliases or ("confounded with" not in w and "cannot be separated" not in w)]
+        for a, ws in per_agent.items()
+    }
     lists = list(per_agent.values())
     shared = [w for w in (lists[0] if lists else []) if all(w in other for other in lists)]
     out = list(shared)
@@ -373,116 +595,390 @@ def _merge_warnings(per_agent: Mapping[str, list[str]]) -> list[str]:
     return out
 
 
-def _least_squares(
-    agent: str, grid: _Grid, model: Model, replicates: int, confidence: float, seed: int
-) -> list[dict[str, Any]]:
-    """Weighted least squares on harness means; every bootstrap replicate is one matrix product."""
+def _least_squares_linear(model: Model, counts: np.ndarray) -> dict[str, np.ndarray | None]:
+    """Per factor, the ``levels x harnesses`` matrix taking harness means to level effects
+    (count-weighted least squares); None for a factor the design cannot identify."""
     x = model.matrix
-    present = ~np.isnan(grid.y)
-    y0 = np.where(present, grid.y, 0.0)
-    w = _weights(grid.clusters, replicates, seed)
-    sums, counts = w @ y0, w @ present  # (R + 1, harnesses)
-    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    means = np.where(counts > 0, means, means[:1])  # a harness no replicate drew: its sample mean
-    base = counts[0] / max(counts[0].sum(), 1.0)
+    base = counts / max(counts.sum(), 1.0)
     xtw = x.T * base
-    coef = means @ (xtw.T @ np.linalg.pinv(xtw @ x).T)  # (R + 1, p)
-    out = []
+    solve = np.linalg.pinv(xtw @ x) @ xtw  # (p, harnesses)
+    out: dict[str, np.ndarray | None] = {}
     for term in model.terms:
-        if len(term) != 1:
-            continue
-        f = term[0]
-        c = model.factors.index(f)
-        effects = coef[:, model.slices[term]] @ effect_coding(len(model.levels[f])).T  # (R + 1, s)
-        low, high = _interval(effects[1:], confidence)
-        n = np.bincount(model.codes[:, c], weights=present.sum(axis=0), minlength=len(model.levels[f]))
-        for j, level in enumerate(model.levels[f]):
-            out.append(_record(agent, f, level, n[j], effects[0, j], low[j], high[j], LEAST_SQUARES))
+        if len(term) == 1:
+            f = term[0]
+            out[f] = effect_coding(len(model.levels[f])) @ solve[model.slices[term]]
     for f in model.not_identified:
-        for level in model.levels[f]:
-            out.append(_record(agent, f, level, 0, math.nan, math.nan, math.nan, LEAST_SQUARES))
+        out[f] = None
     return out
 
 
-def _paired(
-    agent: str,
+def _paired_linear(
     grid: _Grid,
     flips: Sequence[Sequence[str]],
     per_harness: Any,
     factors: Sequence[str],
     levels: Mapping[str, Sequence[str]],
-    replicates: int,
-    confidence: float,
-    seed: int,
-) -> list[dict[str, Any]]:
-    """Level effects from paired differences, for every replicate: per base averaged over bases
-    when each base was flipped to every level, else least squares on the level graph
-    (``L theta = b`` with ``L`` the count-weighted Laplacian)."""
+    per_base: dict[str, list[np.ndarray]] | None = None,
+) -> dict[str, np.ndarray | None]:
+    """Per factor, the ``levels x harnesses`` matrix of the paired-flip estimator: per base
+    averaged over bases when each base was flipped to every level, else least squares on the
+    level graph (``L theta = b`` with ``L`` the Laplacian of the flips)."""
     col = {h: i for i, h in enumerate(grid.harnesses)}
-    w = _weights(grid.clusters, replicates, seed)
-    out = []
+    h = len(grid.harnesses)
+    out: dict[str, np.ndarray | None] = {}
     for f in factors:
         s = len(levels[f])
         pairs = [(b, g) for b, g, factor in flips if factor == f and b in col and g in col]
         if not pairs:
             continue
-        lv = [levels[f].index(per_harness.at[h, f"level_{f}"]) for h in grid.harnesses]
+        lv = [levels[f].index(per_harness.at[name, f"level_{f}"]) for name in grid.harnesses]
         a = np.array([lv[col[b]] for b, _ in pairs])
         c = np.array([lv[col[g]] for _, g in pairs])
-        d = grid.y[:, [col[g] for _, g in pairs]] - grid.y[:, [col[b] for b, _ in pairs]]  # (clusters, pairs)
-        valid = ~np.isnan(d)
-        d = np.where(valid, d, 0.0)
+        diff = np.zeros((len(pairs), h))  # each flip's difference as a row over harness means
+        diff[np.arange(len(pairs)), [col[g] for _, g in pairs]] += 1.0
+        diff[np.arange(len(pairs)), [col[b] for b, _ in pairs]] -= 1.0
         edge = np.zeros((len(pairs), s))
         edge[np.arange(len(pairs)), c] += 1.0
         edge[np.arange(len(pairs)), a] -= 1.0
-        outer = (edge[:, :, None] * edge[:, None, :]).reshape(len(pairs), -1)  # (pairs, s*s)
-        n_r = w @ valid  # (R + 1, pairs) differences per flip
-        s_r = w @ d  # (R + 1, pairs) their sums
-        lap = (n_r @ outer).reshape(-1, s, s)
-        rhs = s_r @ edge  # (R + 1, s)
-        n_level = valid.sum(axis=0) @ np.abs(edge)  # differences touching each level
         bases = sorted({b for b, _ in pairs})
         star = {b: {int(c[k]) for k, (bb, _) in enumerate(pairs) if bb == b} for b in bases}
         if all(len(star[b]) == s - 1 for b in bases):
             # Every base compared with every other level: per base, each level's deviation from
             # that base's average over levels; then the average over bases (equal weights), so
             # the estimand is the factor's mean effect over the base harnesses, interactions or not.
-            base_of = np.array([bases.index(b) for b, _ in pairs])
-            diff = np.divide(s_r, n_r, out=np.zeros_like(s_r), where=n_r > 0)  # (R + 1, pairs)
-            v = np.zeros((len(w), len(bases), s))
-            v[:, base_of, c] = diff
-            theta = (v - v.mean(axis=2, keepdims=True)).mean(axis=1)
-            low, high = _interval(theta[1:], confidence)
-        elif np.linalg.matrix_rank(lap[0]) < s - 1:
-            theta = np.full((1, s), math.nan)
-            low = high = theta[0]
+            at = {b: np.zeros((s, h)) for b in bases}  # each base's own level effects
+            for k, (b, _) in enumerate(pairs):
+                at[b] += np.outer(np.eye(s)[c[k]] - 1.0 / s, diff[k])
+            out[f] = sum(at.values()) / len(bases)
+            if per_base is not None:
+                per_base[f] = [at[b] for b in bases]
         else:
-            theta = np.einsum("rij,rj->ri", np.linalg.pinv(lap), rhs)
-            low, high = _interval(theta[1:], confidence)
-        for j, level in enumerate(levels[f]):
-            out.append(_record(agent, f, level, n_level[j], theta[0, j], low[j], high[j], PAIRED))
+            lap = edge.T @ edge
+            out[f] = None if np.linalg.matrix_rank(lap) < s - 1 else np.linalg.pinv(lap) @ edge.T @ diff
     return out
 
 
+def _rows(
+    agent: str,
+    grid: _Grid,
+    linear: Mapping[str, np.ndarray | None],
+    factors: Sequence[str],
+    levels: Mapping[str, Sequence[str]],
+    codes: np.ndarray,
+    y_range: tuple[float, float],
+    confidence: float,
+    withheld: Mapping[str, str],
+    estimator: str,
+) -> list[dict[str, Any]]:
+    """The effect rows of one agent, with Holm's correction over all its level effects."""
+    filled, means, present = grid.filled(), grid.means(), ~np.isnan(grid.y)
+    out = []
+    for f in factors:
+        if f not in linear:
+            continue
+        a = linear[f]
+        s = len(levels[f])
+        c = list(factors).index(f)
+        n = np.bincount(codes[:, c], weights=present.sum(axis=0), minlength=s)
+        if a is None:
+            for j, level in enumerate(levels[f]):
+                out.append(_record(agent, f, level, n[j], math.nan, None, estimator, "not identified"))
+            continue
+        if estimator == PAIRED:
+            n = present.sum(axis=0) @ (np.abs(a) > 1e-12).T
+        theta = filled @ a.T
+        est = cluster_t(theta, a @ means, _bounds(a, y_range), confidence)
+        unmoved = bool(np.abs(theta).max() <= 1e-12) if theta.size else False
+        note = withheld.get(f, "")
+        if not note and est.clusters < 2:
+            note = f"{est.clusters} (task, seed) cluster: an interval needs at least 2 (more seeds or tasks)"
+        for j, level in enumerate(levels[f]):
+            row = _record(agent, f, level, n[j], est.effect[j], est if not note else None, estimator, note, j)
+            out.append({**row, "_unmoved": unmoved})
+    adjusted = holm([r["p_value"] for r in out])
+    for r, p in zip(out, adjusted):
+        r["p_holm"] = p
+        r["significant"] = bool(p <= ALPHA) if p == p else False
+    return out
+
+
+def _task_rows(
+    agent: str,
+    grid: _Grid,
+    linear: Mapping[str, np.ndarray | None],
+    factors: Sequence[str],
+    levels: Mapping[str, Sequence[str]],
+    y_range: tuple[float, float],
+    confidence: float,
+    withheld: Mapping[str, str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per task the same effects (clusters of that task only), Holm over the agent's task rows;
+    per factor a one-way test that its effects are the same in every task (Bonferroni over
+    its levels, then Holm over the agent's factors)."""
+    filled = grid.filled()
+    tasks = list(dict.fromkeys(grid.tasks))
+    rows: list[dict[str, Any]] = []
+    het: list[dict[str, Any]] = []
+    for f in factors:
+        a = linear.get(f)
+        if a is None or f in withheld:
+            continue
+        theta = filled @ a.T
+        bounds = _bounds(a, y_range)
+        for task in tasks:
+            keep = grid.tasks == task
+            t_theta = theta[keep]
+            est = cluster_t(t_theta, t_theta.mean(axis=0), bounds, confidence)
+            for j, level in enumerate(levels[f]):
+                rows.append(
+                    {
+                        "agent": agent,
+                        "task_id": task,
+                        "factor": f,
+                        "level": level,
+                        "effect": _snap(est.effect[j]),
+                        "effect_low": _snap(est.low[j]),
+                        "effect_high": _snap(est.high[j]),
+                        "p_value": float(est.p[j]),
+                    }
+                )
+        if len(tasks) >= 2:
+            ps = [_one_way(theta[:, j], grid.tasks) for j in range(theta.shape[1])]
+            ps = [p for p in ps if p == p]
+            p = min(1.0, min(ps) * max(len(levels[f]) - 1, 1)) if ps else math.nan
+            het.append({"agent": agent, "factor": f, "tasks": len(tasks), "p_value": p})
+    for items in (rows, het):
+        for r, p in zip(items, holm([r["p_value"] for r in items])):
+            r["p_holm"] = p
+            key = "significant" if items is rows else "heterogeneous"
+            r[key] = bool(p <= ALPHA) if p == p else False
+    return rows, het
+
+
+def mean_zero_test(z: np.ndarray) -> float:
+    """p-value that ``k`` cluster-level quantities (``z``: clusters x k) all have mean zero:
+    ``T = G |mean z|^2`` referred to a scaled F with Satterthwaite's degrees of freedom (for
+    ``k = 1`` exactly the squared t test). Every cluster equal: 1 if that value is zero, else
+    the chance that ``G`` clusters agree in sign under a symmetric null."""
+    from scipy import special
+
+    z = np.asarray(z, dtype=float)
+    g = z.shape[0]
+    if g < 2 or z.size == 0:
+        return math.nan
+    k = z.shape[1]
+    zbar = z.mean(axis=0)
+    stat = g * float(zbar @ zbar)
+    lam = np.clip(np.linalg.eigvalsh(np.cov(z, rowvar=False).reshape(k, k)), 0.0, None)
+    total = float(lam.sum())
+    if total <= 1e-14:
+        return 1.0 if stat <= 1e-12 else 0.5 ** (g - 1)
+    c = float((lam**2).sum()) / total
+    nu = total**2 / float((lam**2).sum())
+    return float(special.fdtrc(nu, g - 1, stat / (c * nu)))
+
+
+def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
+    """Does the model of harness means fit this agent? A test that the part of the harness
+    means no model term explains is zero (``E[r] = 0`` for ``r`` the residual coordinates of
+    each cluster's harness vector): ``T = G |mean r|^2``, referred to a scaled F with
+    Satterthwaite's degrees of freedom (``t^2`` exactly for one residual degree of freedom).
+    When it fails, the omitted interactions that could explain it (their columns carry at
+    least :data:`SHARE` of the misfit) are listed."""
+    x = model.matrix
+    g, h = filled.shape
+    u, sv, _ = np.linalg.svd(x, full_matrices=True)
+    rank = int((sv > 1e-9 * max(sv.max(), 1.0)).sum()) if sv.size else 0
+    basis = u[:, rank:]  # orthonormal residual space
+    k = basis.shape[1]
+    out: dict[str, Any] = {"p": math.nan, "df": k, "fits": None, "interactions": []}
+    if k == 0 or g < 2:
+        return out
+    z = filled @ basis  # (G, k)
+    zbar = z.mean(axis=0)
+    p = mean_zero_test(z)
+    out["p"] = p
+    out["fits"] = bool(p > LACK_OF_FIT_ALPHA)
+    if not out["fits"]:
+        misfit = float(zbar @ zbar)
+        shares = {}
+        for pair in model.omitted:
+            zc = _pair_block(model, pair)
+            proj = basis.T @ zc  # the pair's columns within the residual space
+            if not proj.size or np.linalg.norm(proj) < 1e-9:
+                continue
+            q, r = np.linalg.qr(proj)
+            q = q[:, np.abs(np.diag(r)) > 1e-9]
+            shares[pair] = float(((q.T @ zbar) ** 2).sum()) / max(misfit, 1e-18)
+        out["interactions"] = [
+            p for p, share in sorted(shares.items(), key=lambda kv: -kv[1]) if share >= SHARE
+        ]
+    return out
+
+
+def _pair_block(model: Model, pair: tuple[str, str]) -> np.ndarray:
+    i, j = model.factors.index(pair[0]), model.factors.index(pair[1])
+    a = effect_coding(len(model.levels[pair[0]]))[model.codes[:, i]]
+    b = effect_coding(len(model.levels[pair[1]]))[model.codes[:, j]]
+    return (a[:, :, None] * b[:, None, :]).reshape(len(model.codes), -1)
+
+
+def _aliased_with(
+    model: Model, interactions: Sequence[tuple[str, str]], threshold: float = 0.05
+) -> dict[str, str]:
+    """Main effects that move with any of ``interactions`` (a note per factor naming them)."""
+    x = model.matrix
+    h = len(x)
+    pinv = np.linalg.pinv(x)
+    hits: dict[str, list[tuple[str, str]]] = {}
+    for pair in interactions:
+        z = _pair_block(model, pair)
+        z = z / np.maximum(np.linalg.norm(z, axis=0) / math.sqrt(h), 1e-12)
+        for t in model.terms:
+            if len(t) != 1 or t[0] in pair:
+                continue
+            if np.abs(pinv[model.slices[t]] @ z).max() > threshold:
+                hits.setdefault(t[0], []).append(pair)
+    return {f: "aliased with " + ", ".join(f"{a} x {b}" for a, b in pairs) for f, pairs in hits.items()}
+
+
+def _fit_warnings(agent: str, model: Model, fit: Mapping[str, Any], withheld: Mapping[str, str]) -> list[str]:
+    if fit["fits"] is not False:
+        return []
+    found = ", ".join(f"{a} x {b}" for a, b in fit["interactions"]) or "no two-factor interaction"
+    text = (
+        f"{agent}: the main-effects model does not fit (lack of fit p = {fit['p']:.2g} on "
+        f"{fit['df']} residual degree(s) of freedom); the misfit is carried by {found}"
+    )
+    if withheld:
+        text += "; " + "; ".join(f"{f} is {note}" for f, note in withheld.items())
+        text += (
+            ", so those main effects are not measured and get no interval (a design with main "
+            "effects clear of two-factor interactions, --subset foldover, or flips, --subset "
+            "...+flips, measures them)"
+        )
+    else:
+        text += "; no main effect moves with it, so the intervals stand"
+    return [text]
+
+
+def _base_differences(
+    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]]
+) -> list[dict[str, Any]]:
+    """Per factor flipped at two or more bases: a test that its level effects are the same at
+    every base (each cluster's differences between bases, :func:`mean_zero_test`), Holm over
+    the agent's factors. A difference is an interaction with the factors the bases differ in."""
+    filled = grid.filled()
+    out = []
+    for f, mats in per_base.items():
+        if len(mats) < 2:
+            continue
+        z = np.hstack([filled @ (m - mats[0]).T for m in mats[1:]])
+        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z)})
+    for r, p in zip(out, holm([r["p_value"] for r in out])):
+        r["p_holm"] = p
+        r["differs"] = bool(p <= ALPHA) if p == p else False
+    return out
+
+
+def _unmet_levels(
+    flips: Sequence[Sequence[str]],
+    per_harness: Any,
+    factors: Sequence[str],
+    levels: Mapping[str, Sequence[str]],
+    harnesses: Sequence[str],
+) -> dict[str, list[str]]:
+    """Per factor, the levels no base harness of the flips takes: an effect measured by flips
+    holds at the bases, and says nothing about the other factors' effects at these levels."""
+    bases = sorted({b for b, _, _ in flips if b in set(harnesses)})
+    out = {}
+    for f in factors:
+        seen = {per_harness.at[b, f"level_{f}"] for b in bases}
+        missing = [lv for lv in levels[f] if lv not in seen]
+        if missing:
+            out[f] = missing
+    return out
+
+
+def _exact_zeros(records: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """(agent, factor) pairs where no cluster's value of any level effect moved from zero."""
+    groups: dict[tuple[str, str], list[bool]] = {}
+    for r in records:
+        zero = bool(r.get("_unmoved"))
+        groups.setdefault((r["agent"], r["factor"]), []).append(zero)
+    return {k for k, v in groups.items() if all(v)}
+
+
+def _without_effect(
+    effects: Effects, grids: Mapping[str, _Grid], linear_zero: set[tuple[str, str]]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per agent: factors with no detectable effect (every level's interval printed, no level
+    significant after Holm's correction overall or in any task, no task heterogeneity, no
+    difference between flip bases), and of those the factors where no cluster moved at all."""
+    table, by_task, het = effects.table, effects.by_task, effects.heterogeneity
+    none: dict[str, list[str]] = {}
+    exact: dict[str, list[str]] = {}
+    for agent in grids:
+        rows = table[table["agent"] == agent]
+        for f in dict.fromkeys(rows["factor"]):
+            r = rows[rows["factor"] == f]
+            if r["effect_low"].isna().any():
+                continue
+            if r["significant"].any():
+                continue
+            t = by_task[(by_task["agent"] == agent) & (by_task["factor"] == f)]
+            if len(t) and t["significant"].any():
+                continue
+            hz = het[(het["agent"] == agent) & (het["factor"] == f)]
+            if len(hz) and hz["heterogeneous"].any():
+                continue
+            bases = effects.bases
+            if bases is not None and len(bases):
+                bz = bases[(bases["agent"] == agent) & (bases["factor"] == f)]
+                if len(bz) and bz["differs"].any():
+                    continue
+            none.setdefault(agent, []).append(f)
+            if (agent, f) in linear_zero:
+                exact.setdefault(agent, []).append(f)
+    return none, exact
+
+
 def _record(
-    agent: str, factor: str, level: str, n: float, effect: float, low: float, high: float, estimator: str
+    agent: str,
+    factor: str,
+    level: str,
+    n: float,
+    effect: float,
+    est: Estimate | None,
+    estimator: str,
+    note: str = "",
+    j: int = 0,
 ) -> dict[str, Any]:
-    effect, low, high = (_snap(v) for v in (effect, low, high))
+    effect = _snap(effect)
+    low = _snap(est.low[j]) if est is not None else math.nan
+    high = _snap(est.high[j]) if est is not None else math.nan
     return {
         "agent": agent,
         "factor": factor,
         "level": level,
         "n": int(n),
         "effect": effect,
-        "effect_low": min(low, effect) if effect == effect else math.nan,
-        "effect_high": max(high, effect) if effect == effect else math.nan,
+        "effect_low": low,
+        "effect_high": high,
+        "p_value": float(est.p[j]) if est is not None else math.nan,
+        "p_holm": math.nan,
+        "significant": False,
+        "clusters": est.clusters if est is not None else 0,
         "estimator": estimator,
+        "note": note,
     }
 
 
 def _snap(value: float) -> float:
     """Round away floating-point dust, so an exact zero effect reads (and tests) as zero."""
     value = float(value)
+    if value != value:
+        return value
     return 0.0 if abs(value) < 1e-10 else round(value, 12)
 
 

@@ -27,9 +27,11 @@ import base64
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness_gym.analysis.report_section import Section
 
 PLOTS = (
     "success_heatmap.png",
@@ -258,7 +260,7 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
     width = 0.7 / max(1, len(agents))
     markers = "osD^v<>p*h"
     for k, agent in enumerate(agents):
-        e = effects[effects["agent"] == agent]
+        e = effects[(effects["agent"] == agent) & effects["effect_low"].notna()]  # withheld: not drawn
         xs = [x_of[(f, lv)] - 0.35 + width * (k + 0.5) for f, lv in zip(e["factor"], e["level"])]
         y = 100 * e["effect"].to_numpy()
         err = [
@@ -283,7 +285,10 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
             ax.axvline(i - 0.5, color="lightgrey", linewidth=0.8)
     ax.set_ylabel("effect on success (pp)")
     estimators = ", ".join(dict.fromkeys(effects["estimator"])) if "estimator" in effects else ""
-    ax.set_title(f"effect of each harness factor level ({estimators}; 95% intervals)", fontsize=9)
+    ax.set_title(
+        f"effect of each harness factor level ({estimators}; 95% intervals; withheld ones not drawn)",
+        fontsize=9,
+    )
     ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
 
@@ -414,16 +419,6 @@ def _levels(rows: Any, factor: str, meta: dict[str, Any] | None = None) -> list[
 
 
 @dataclass
-class Section:
-    """One part of the report: a heading, text, an optional plot and tables."""
-
-    title: str
-    text: list[str] = field(default_factory=list)
-    image: str | None = None
-    tables: list[tuple[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class Report:
     """The files a report wrote."""
 
@@ -468,6 +463,10 @@ def build_report(
         "mismatch.csv": by_cell,
         "mismatch_by_task.csv": by_task,
         "marginal_effects.csv": effects,
+        "marginal_effects_by_task.csv": estimated.by_task,
+        "effects_heterogeneity.csv": estimated.heterogeneity,
+        "effects_fit.csv": estimated.fit,
+        "effects_bases.csv": estimated.bases,
         "variance.csv": variance,
         "worst_harness.csv": worst,
     }
@@ -512,17 +511,9 @@ def build_report(
         ),
         Section(
             "Marginal effect of each factor level",
-            [
-                "A level's effect is its success rate's deviation from the average over the factor's "
-                "levels, in percentage points, with 95% intervals from a cluster bootstrap over "
-                "(task, seed) (the harnesses of one task instance are resampled together). A factor "
-                "whose levels all sit at zero does not matter to that agent; the difference between two "
-                "levels is the difference of their effects.",
-                _estimator_text(estimated.estimator, design),
-                *[f"Warning: {w}." for w in estimated.warnings],
-            ],
+            _effects_text(estimated, design),
             image="marginal_effects.png",
-            tables=[("Largest effects", _pretty(_top_effects(effects)))],
+            tables=_effects_tables(estimated),
         ),
         Section(
             "Where the variance comes from",
@@ -591,10 +582,15 @@ def _space_name(space: Any) -> str:
 
 
 def _top_effects(effects: Any, n: int = 10) -> Any:
+    """The largest effects that stay significant after Holm's correction (family-wise error 5%
+    over each agent's level effects), with their intervals and adjusted p-values."""
     if not len(effects):
         return effects
+    keep = effects["effect"].notna() & effects["effect_low"].notna()
+    if "significant" in effects:
+        keep &= effects["significant"].astype(bool)
     e = (
-        effects[effects["effect"].notna()]
+        effects[keep]
         .assign(size=lambda d: d["effect"].abs())
         .sort_values("size", ascending=False, kind="stable")
         .head(n)
@@ -604,8 +600,108 @@ def _top_effects(effects: Any, n: int = 10) -> Any:
         f"{100 * s:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
         for s, lo, hi in zip(e.effect, e.effect_low, e.effect_high)
     ]
+    if "p_holm" in e:
+        out["p (Holm)"] = [f"{p:.2g}" for p in e["p_holm"]]
     out["estimator"] = e["estimator"]
     return out
+
+
+def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
+    """What the effects mean, how sure they are, what is withheld and why, in words."""
+    from harness_gym.analysis.effects import PAIRED
+
+    table = estimated.table
+    clusters = int(table["clusters"].max()) if len(table) and "clusters" in table else 0
+    lines = [
+        "A level's effect is its success rate's deviation from the average over the factor's levels, in "
+        "percentage points; the difference between two levels is the difference of their effects. Each "
+        "(task, seed) cluster has its own value of every effect (the estimators are linear in the "
+        f"harness means); the 95% interval is Student's t over the {clusters} clusters (cluster-robust, "
+        "with the small-sample correction), or, where every cluster gives the same value, an exact "
+        "bound from how often a cluster could differ unseen. Largest effects lists the effects that stay "
+        "significant after Holm's correction: family-wise error 5% over each agent's level effects.",
+        _estimator_text(estimated.estimator, design),
+    ]
+    if estimated.estimator == PAIRED and estimated.unmet:
+        shown = "; ".join(f"{f} = {', '.join(lv)}" for f, lv in estimated.unmet.items())
+        lines.append(
+            "Flip effects hold at the base harnesses: each is averaged over the bases' levels of the other "
+            f"factors. No base takes {shown}; an interaction with these levels (e.g. a factor that matters "
+            "only when another takes one of them) cannot show here. Flips of more base points "
+            "(balanced:N+flips) or a design clear of interactions (foldover) measure them."
+        )
+    lines += [f"Warning: {w}." for w in estimated.warnings]
+    bases = getattr(estimated, "bases", None)
+    if estimated.estimator == PAIRED and bases is not None and len(bases):
+        lines.append(
+            "Each factor flipped at two or more bases is tested for an effect that differs between "
+            "bases (an interaction with the factors they differ in; Holm over each agent's factors): "
+            + (
+                "; ".join(
+                    f"`{a}` {f}" for a, f, d in zip(bases["agent"], bases["factor"], bases["differs"]) if d
+                )
+                or "none differs"
+            )
+            + "."
+        )
+    for agent in dict.fromkeys(table["agent"]) if len(table) else []:
+        none = estimated.no_effect.get(agent, [])
+        exact = set(estimated.exact_zero.get(agent, []))
+        if not none:
+            continue
+        where = " at the base harnesses" if estimated.estimator == PAIRED and estimated.unmet else ""
+        parts = []
+        if exact:
+            names = ", ".join(f for f in none if f in exact)
+            parts.append(
+                f"no paired episode differed{where} for {names}"
+                if estimated.estimator == PAIRED
+                else f"every task instance gives exactly zero effect of {names}"
+            )
+        rest = [f for f in none if f not in exact]
+        if rest:
+            parts.append(
+                f"no detectable effect{where} of {', '.join(rest)} "
+                "(no level significant after Holm's correction)"
+            )
+        lines.append(
+            f"`{agent}`: " + "; ".join(parts) + ", in every task (no task-level effect, no task x "
+            "factor heterogeneity)."
+        )
+    het = estimated.heterogeneity
+    if het is not None and len(het) and het["heterogeneous"].any():
+        flagged = het[het["heterogeneous"]]
+        lines.append(
+            "Effects that differ by task (one-way test over tasks, Holm over each agent's factors): "
+            + "; ".join(f"`{a}` {f}" for a, f in zip(flagged["agent"], flagged["factor"]))
+            + ". An overall effect of these factors averages tasks that disagree; see the task table."
+        )
+    return lines
+
+
+def _effects_tables(estimated: Any) -> list[tuple[str, Any]]:
+    tables = [
+        ("Largest effects (significant after Holm's correction)", _pretty(_top_effects(estimated.table)))
+    ]
+    by_task = estimated.by_task
+    if by_task is not None and len(by_task) and by_task["significant"].any():
+        t = by_task[by_task["significant"]].assign(size=lambda d: d["effect"].abs())
+        t = t.sort_values("size", ascending=False, kind="stable").head(12)
+        out = t[["agent", "task_id", "factor", "level"]].copy()
+        out["effect (pp)"] = [
+            f"{100 * s:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+            for s, lo, hi in zip(t.effect, t.effect_low, t.effect_high)
+        ]
+        out["p (Holm)"] = [f"{p:.2g}" for p in t["p_holm"]]
+        tables.append(
+            ("Task-level effects (significant after Holm's correction over the agent's task rows)", out)
+        )
+    fit = estimated.fit
+    if fit is not None and len(fit):
+        shown = fit.copy()
+        shown["lack_of_fit_p"] = [("-" if p != p else f"{p:.2g}") for p in shown["lack_of_fit_p"]]
+        tables.append(("Lack of fit of the main-effects model", shown))
+    return tables
 
 
 def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
@@ -627,6 +723,15 @@ def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
         )
     elif design.get("balance"):
         lines.append(_balance_text(design["balance"]))
+    aliasing = design.get("interaction_aliasing")
+    if not base and aliasing is not None:
+        lines.append(
+            "Main effects are clear of two-factor interactions (resolution IV or more)."
+            if aliasing < 1e-9
+            else "Main effects are aliased with two-factor interactions (largest alias coefficient "
+            f"{aliasing:.2f}): an interaction would show up as a main effect, so each agent's "
+            "lack-of-fit check decides whether its main effects can be trusted (below)."
+        )
     return lines
 
 
@@ -655,10 +760,11 @@ def _estimator_text(estimator: str, design: dict[str, Any] | None) -> str:
             "factor the agent ignores has exactly zero differences."
         )
     return (
-        "Estimator: least squares on the harnesses' mean success, with every factor's main effect "
-        "and the two-factor interactions the design can separate (effect coding). Main effects are "
-        "true when the interactions the design cannot separate are zero; the warnings below say "
-        "which those are."
+        "Estimator: least squares on the harnesses' mean success with every factor's main effect "
+        "(effect coding). Its estimates hold when the two-factor interactions are zero or orthogonal "
+        "to them; a lack-of-fit test of this model per agent decides it from the data. Where the "
+        "model does not fit, the factors whose main effect moves with the interactions carrying the "
+        "misfit are named and get no interval."
     )
 
 

@@ -11,10 +11,12 @@ Honest by construction:
   search never sees a test episode;
 * the final table (``final.csv``) reports success on the **test seeds only** for the chosen
   harness, the default and the default's best one-factor changes (picked on dev), each with
-  its paired difference to the default and a 95% interval;
+  its paired difference to the default (Newcombe's 95% interval, an exact McNemar p);
 * every incumbent change the search accepted on dev is replayed on the test seeds
   (``improvements.csv``): does the rule still accept it, and is the paired difference
-  significant? Selection on noisy dev scores shows up as improvements that do not survive;
+  significant? Selection on noisy dev scores shows up as improvements that do not survive.
+  "Significant" is decided after Holm's adjustment over every test the search reports, so a
+  search of an agent that no harness helps calls something significant at most 5% of times;
 * cost columns sit beside the score (mean steps, observation and action characters, tokens
   when the agent reports them), so a gain bought with longer episodes is visible;
 * ceiling-aware: a harness whose ceiling is below the best seen on the same episodes (a
@@ -43,7 +45,8 @@ from typing import Any, TextIO
 
 from harness_gym.analysis.search_run import SEARCH_FILE, Evaluator, atomic_write, write_json
 from harness_gym.analysis.search_spec import SearchError, SearchSpec, rung_seed_counts
-from harness_gym.analysis.search_stats import Score, ceiling_flags, paired_difference, score
+from harness_gym.analysis.search_stats import ALPHA, Score, ceiling_flags, paired_difference, score
+from harness_gym.analysis.stats import holm
 from harness_gym.core.harness import Harness
 
 __all__ = ["SearchError", "SearchResult", "SearchSpec", "run_search", "search"]
@@ -359,7 +362,9 @@ def finish(state: _Search, chosen: Harness) -> dict[str, Any]:
                 "vs_default": d.mean,
                 "vs_default_low": d.low,
                 "vs_default_high": d.high,
-                "significant": d.significant,
+                "vs_default_wins": d.wins,
+                "vs_default_losses": d.losses,
+                "vs_default_p": d.p_value,
                 "ceiling_limited": low,
                 "ceiling_gap": gap,
             }
@@ -377,10 +382,13 @@ def finish(state: _Search, chosen: Harness) -> dict[str, Any]:
                 "test_difference": d.mean,
                 "test_low": d.low,
                 "test_high": d.high,
+                "test_wins": d.wins,
+                "test_losses": d.losses,
+                "test_p": d.p_value,
                 "accepted_on_test": s_new.key() > s_old.key(),
-                "significant_on_test": d.significant and d.mean > 0,
             }
         )
+    _holm_family(final, improvements, [h.id for h in shown], spec.default.id)
     trajectory = []
     for t in state.trajectory:
         s = score(list(test[t["incumbent_id"]].values()))
@@ -436,9 +444,32 @@ _IMPROVEMENT_COLUMNS = [
     "test_difference",
     "test_low",
     "test_high",
+    "test_wins",
+    "test_losses",
+    "test_p",
+    "test_p_holm",
     "accepted_on_test",
     "significant_on_test",
 ]
+
+
+def _holm_family(
+    final: list[dict[str, Any]], improvements: list[dict[str, Any]], shown: Sequence[str], default_id: str
+) -> None:
+    """One search, one family: every paired test it reports on the test seeds (each shown
+    harness against the default, each accepted improvement replayed) is Holm-adjusted together,
+    so the chance that a search calls anything significant when nothing differs stays <= 5%."""
+    tests = [r for r, hid in zip(final, shown) if hid != default_id]
+    adjusted = holm([r["vs_default_p"] for r in tests] + [r["test_p"] for r in improvements])
+    for r in final:
+        r["vs_default_p_holm"] = 1.0
+    for r, p in zip(tests, adjusted):
+        r["vs_default_p_holm"] = p
+    for r in final:
+        r["significant"] = bool(r["vs_default_p_holm"] < ALPHA)
+    for r, p in zip(improvements, adjusted[len(tests) :]):
+        r["test_p_holm"] = p
+        r["significant_on_test"] = bool(p < ALPHA and r["test_difference"] > 0)
 
 
 def _decided_by(new: tuple[float, ...], old: tuple[float, ...]) -> str:

@@ -3,8 +3,8 @@
 :func:`search_section` reads a search folder (:mod:`harness_gym.analysis.search`) and returns
 the report section: the incumbent's success against dev episodes spent, on dev and on test
 seeds (``search_trajectory.png``); the final table on test seeds (chosen, default, best
-one-factor changes; paired differences; cost; ceiling flag and split); and the replay of the
-acceptance rule on test seeds.
+one-factor changes; paired differences with exact, Holm-adjusted tests; cost; ceiling flag
+and split); and the replay of the acceptance rule on test seeds.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness_gym.analysis.report_section import Section
 from harness_gym.analysis.search_run import SEARCH_FILE
 
 PLOT = "search_trajectory.png"
@@ -51,10 +52,8 @@ def plot_trajectory(trajectory: Any, path: Path) -> Path:
 
 
 def search_section(folder: str | Path, out: Path) -> Any:
-    """The report section of a search folder (a :class:`~harness_gym.analysis.report.Section`)."""
+    """The report section of a search folder (a :class:`~harness_gym.analysis.report_section.Section`)."""
     import pandas as pd
-
-    from harness_gym.analysis.report import Section
 
     folder = Path(folder)
     meta = json.loads((folder / SEARCH_FILE).read_text(encoding="utf-8"))
@@ -81,8 +80,13 @@ def search_section(folder: str | Path, out: Path) -> Any:
         "episodes spent: its success on the dev seeds it was chosen on, and on the test seeds. A dev curve "
         "above the test curve is selection on noise.",
         f"The search accepted {len(improvements)} improvement(s) on dev; replayed on the test seeds, the "
-        f"acceptance rule still accepts {replayed}, and {survived} show a significant gain in success "
-        "(paired 95% interval above zero).",
+        f"acceptance rule still accepts {replayed}, and {survived} show a significant gain in success.",
+        "Paired differences are over the test (task, seed) pairs: Newcombe's 95% interval for the "
+        "difference in success rate, and the exact McNemar test on the pairs where exactly one harness "
+        "succeeded (wins / losses). Significant means Holm-adjusted p < 0.05, the adjustment taken over "
+        "every test in both tables together, so the chance that a search of an agent that no harness "
+        "helps shows any significant row is at most 5% (family-wise error). The intervals are not "
+        "adjusted; a tie over n pairs still has an interval of nonzero width.",
         "Ceiling-limited: the harness's ceiling is below the best seen on the same episodes (a dropped tool, "
         "a tight budget), so part of its score is the harness being harder, not the agent fitting it worse; "
         "success = ceiling - mismatch splits the two.",
@@ -105,6 +109,10 @@ def _interval(m: float, lo: float, hi: float, signed: bool = False) -> str:
     return f"{f.format(m)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def _p(v: float) -> str:
+    return "-" if v != v else ("< 0.001" if v < 0.001 else f"{v:.3f}")
+
+
 def _num(v: float, digits: int = 1) -> str:
     return "-" if v != v else f"{v:,.{digits}f}"
 
@@ -122,6 +130,8 @@ def _final(final: Any) -> Any:
                 _interval(*v, signed=True)
                 for v in zip(final.vs_default, final.vs_default_low, final.vs_default_high)
             ],
+            "wins / losses": [f"{w} / {lo}" for w, lo in zip(final.vs_default_wins, final.vs_default_losses)],
+            "Holm p": [_p(v) for v in final["vs_default_p_holm"]],
             "ceiling": [_num(v, 2) for v in final["ceiling"]],
             "mismatch": [_num(v, 2) for v in final["mismatch"]],
             "ceiling-limited": ["yes" if v else "no" for v in final["ceiling_limited"]],
@@ -153,6 +163,8 @@ def _improvements(imp: Any) -> Any:
             "test difference": [
                 _interval(*v, signed=True) for v in zip(imp.test_difference, imp.test_low, imp.test_high)
             ],
+            "wins / losses": [f"{w} / {lo}" for w, lo in zip(imp.test_wins, imp.test_losses)],
+            "Holm p": [_p(v) for v in imp["test_p_holm"]],
             "rule accepts on test": ["yes" if v else "no" for v in imp["accepted_on_test"]],
             "significant on test": ["yes" if v else "no" for v in imp["significant_on_test"]],
         }

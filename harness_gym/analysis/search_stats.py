@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness_gym.analysis.stats import mean_ci
+from harness_gym.analysis.stats import mean_ci, paired_binary
 
 #: A candidate's ceiling counts as lower than the best when it is below by more than this.
 CEILING_TOLERANCE = 1e-9
@@ -91,39 +91,50 @@ def score(rows: Sequence[Mapping[str, Any]]) -> Score:
     )
 
 
+#: The family-wise error rate the search's significance calls keep (Holm over one search).
+ALPHA = 0.05
+
+
 @dataclass(frozen=True)
 class Difference:
-    """Paired difference in success (a - b) over shared (task, seed) episodes, 95% interval."""
+    """Paired difference in success (a - b) over shared (task, seed) episodes.
+
+    ``low``/``high``: Newcombe's 95% interval for the paired difference (never [0, 0]: a tie
+    over n pairs still leaves a width of about 2/n to 4/sqrt(n)); ``p_value``: the exact
+    McNemar test on the ``wins`` (a succeeded, b failed) and ``losses`` (the reverse), before
+    any multiplicity adjustment.
+    """
 
     n: int
     mean: float
     low: float
     high: float
+    p_value: float = 1.0
+    wins: int = 0
+    losses: int = 0
 
     @property
     def significant(self) -> bool:
-        """The interval excludes zero on the side of the difference."""
-        return self.n > 0 and (self.low > 0 or self.high < 0)
+        """The unadjusted exact test rejects "no difference" at :data:`ALPHA`; the search's
+        tables adjust for multiplicity (Holm) before they call a row significant."""
+        return self.n > 0 and self.p_value < ALPHA
 
 
 def paired_difference(
     a: Mapping[tuple[str, int], Mapping[str, Any]],
     b: Mapping[tuple[str, int], Mapping[str, Any]],
-    seed: int = 0,
 ) -> Difference:
-    """Success of ``a`` minus ``b`` per shared (task, seed), its mean and a bootstrap interval.
+    """Success of ``a`` minus ``b`` per shared (task, seed): mean, Newcombe interval, exact p.
 
     The (task, seed) pair is the unit: both harnesses played the same task instance, so the
-    difference removes the instance's difficulty (paired episodes, contract 1).
+    difference removes the instance's difficulty (paired episodes, contract 1). Only pairs
+    where exactly one harness succeeded carry evidence (McNemar).
     """
     keys = [k for k in a if k in b]
-    diffs = [succeeded(a[k]) - succeeded(b[k]) for k in keys]
-    if not diffs:
+    if not keys:
         return Difference(0, math.nan, math.nan, math.nan)
-    if all(d == diffs[0] for d in diffs):
-        return Difference(len(diffs), float(diffs[0]), float(diffs[0]), float(diffs[0]))
-    mean, low, high = mean_ci(diffs, seed=seed)
-    return Difference(len(diffs), mean, low, high)
+    r = paired_binary([int(succeeded(a[k])) for k in keys], [int(succeeded(b[k])) for k in keys])
+    return Difference(len(keys), r.difference, r.low, r.high, r.p_value, r.only_a, r.only_b)
 
 
 def ceiling_flags(

@@ -49,6 +49,7 @@ from harness_gym.analysis.sweep_executors import (
     BACKENDS,
     ISOLATED_ATTEMPTS,
     check_importable,
+    check_main_guard,
     portable,
     run_local,
     run_ray,
@@ -207,6 +208,8 @@ def run_sweep(
     todo = [c for c in todo if not c.agent.batched]
     chunk = chunk_size or max(1, min(32, math.ceil(len(todo) / (max(workers, 1) * 8))))
     args = (spec.id, spec.ceiling, spec.node_limit)
+    if todo and workers > 0 and backend == "local":
+        check_main_guard()  # before a row is written or a worker started
     writer = RowWriter(out / ROWS_JSONL, total, progress, f"sweep {spec.id}")
     bar.append(writer.bar)
     try:

@@ -52,8 +52,8 @@ def run_cells(cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: i
 
 def run_cell(cell: Cell, sweep_id: str, ceiling: bool, node_limit: int) -> dict[str, Any]:
     """Run one cell and return its row. Exceptions in the agent become the row's ``error``."""
-    from harness_gym.analysis.rollout import run_episode
     from harness_gym.core.registry import make_env
+    from harness_gym.rollout import run_episode
 
     start = time.perf_counter()
     row = _row(cell, sweep_id)
@@ -107,7 +107,7 @@ def run_cells_batched(
     instead of counting the outage as the model's failure; ``--retry-errors`` re-runs it.
     """
     from harness_gym.core.registry import make_env
-    from harness_gym.llm.rollout import Episode, run_batched
+    from harness_gym.rollout import Episode, run_batched
 
     def on_result(episode: Episode, result: Any, err: BaseException | None) -> None:
         cell: Cell = episode.key
@@ -193,7 +193,7 @@ def lost_row(cell: Cell, sweep_id: str, why: str) -> dict[str, Any]:
 
 WORKER_DIED = (
     "WorkerDied: the worker process died while running this cell, every time it ran alone "
-    "(killed, out of memory, or a crash in native code)"
+    "(killed, out of memory, a crash in native code, or it failed to start: its traceback is on stderr)"
 )
 
 

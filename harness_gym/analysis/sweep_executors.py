@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness_gym.analysis.agent_spec import AgentSpec
@@ -54,6 +55,58 @@ def check_importable(agents: Sequence[AgentSpec]) -> None:
                 "top level of an importable module (or a .py file given as FILE.py:FACTORY), or run with "
                 "workers=0"
             ) from None
+
+
+def check_main_guard() -> None:
+    """Stop a sweep that a script starts at its top level, outside ``if __name__ == "__main__":``.
+
+    Worker processes (forkserver, spawn) import the main script again; one that starts the
+    sweep at its top level would start it again in every worker, which Python stops at the
+    worker's start, so every cell would be lost with a dead worker. Raises :class:`SweepError`
+    naming the script line instead.
+    """
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec_name = getattr(getattr(main, "__spec__", None), "name", "") or ""
+    if not path or spec_name == "__main__" or spec_name.endswith(".__main__"):
+        return  # python -c, a REPL, python -m PACKAGE: workers do not run the main code again
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:  # not called from the main script's top level
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return
+    line = frame.f_lineno
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and _is_main_test(node.test)
+            and node.lineno <= line <= (node.end_lineno or 0)
+        ):
+            return
+    raise SweepError(
+        f"{path}, line {line} starts a sweep at the script's top level, and every worker process imports "
+        "the script again (so it would start the sweep again inside each worker): put the code that runs "
+        'the sweep under `if __name__ == "__main__":`, or run with workers=0'
+    )
+
+
+def _is_main_test(test: Any) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    values = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and values == ["__main__"]
 
 
 def _mp_context() -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,9 @@ from harness_gym.core.harness import Harness
 ALL_LIMIT = 5_000
 SUBSET_FORMS = (
     "balanced (orthogonal array), balanced:N (N level-balanced points), covering, covering:N (first N "
-    "points of the strength-2 covering array), all, sample:N, and BASE+flips or BASE+flips:next (BASE "
-    "plus one-factor flips; flips = balanced+flips, flips:N = balanced:N+flips)"
+    "points of the strength-2 covering array), foldover (main effects clear of two-factor interactions: "
+    "the fold-over of the orthogonal array, or a strength-3 array), all, sample:N, and BASE+flips or "
+    "BASE+flips:next (BASE plus one-factor flips; flips = balanced+flips, flips:N = balanced:N+flips)"
 )
 _VERSION = 1
 
@@ -74,6 +76,8 @@ class SweepSpec:
     node_limit: int = 2_000
     space: Any = "default"
     subset: str = "balanced"
+    #: The seed of the design's construction (balanced, covering, foldover, sample).
+    design_seed: int = 0
     #: Which design the harnesses form and how balanced it is (recorded in ``sweep.json``).
     design: Mapping[str, Any] | None = field(default=None, compare=False)
 
@@ -89,6 +93,7 @@ class SweepSpec:
         ceiling: bool = True,
         node_limit: int = 2_000,
         max_harnesses: int = ALL_LIMIT,
+        design_seed: int = 0,
     ) -> SweepSpec:
         """Resolve and validate every input; errors name the bad value and the valid ones.
 
@@ -103,6 +108,8 @@ class SweepSpec:
                 default ``balanced`` (``all`` for the presets).
             seeds: a number of seeds (``first_seed``, ``first_seed + 1``, ...) or a list.
             ceiling: also compute each cell's ceiling (``ceiling`` column, for mismatch).
+            design_seed: the seed of the design's construction (another seed, another
+                balanced / covering / fold-over array of the same size); recorded in ``sweep.json``.
         """
         if isinstance(agents, str) or callable(agents):
             agents = [agents]  # type: ignore[list-item]
@@ -113,7 +120,9 @@ class SweepSpec:
         if len(set(names)) != len(names):
             raise SweepError(f"an agent appears twice: {names}")
         task_ids = resolve_tasks(tasks)
-        chosen = select_design(space, subset, max_harnesses)
+        if isinstance(design_seed, bool) or not isinstance(design_seed, int) or design_seed < 0:
+            raise SweepError(f"the design seed must be a non-negative integer, got {design_seed!r}")
+        chosen = select_design(space, subset, max_harnesses, design_seed)
         if isinstance(seeds, int):
             if seeds < 1:
                 raise SweepError(f"seeds must be at least 1, got {seeds}")
@@ -132,6 +141,7 @@ class SweepSpec:
             node_limit,
             chosen.space,
             chosen.subset,
+            design_seed,
             chosen.design,
         )
 
@@ -175,6 +185,7 @@ class SweepSpec:
             **self.identity(),
             "space": self.space,
             "subset": self.subset,
+            "design_seed": self.design_seed,
             "design": dict(self.design) if self.design is not None else None,
             "n_cells": self.n_cells,
             "harness_specs": [
@@ -268,8 +279,11 @@ def select_harnesses(
     return chosen.points, chosen.factors, chosen.space, chosen.subset
 
 
-def select_design(space: Any, subset: str | None = None, max_harnesses: int = ALL_LIMIT) -> Selection:
-    """The harnesses of a subset (a design) of a space, and the record of that design."""
+def select_design(
+    space: Any, subset: str | None = None, max_harnesses: int = ALL_LIMIT, design_seed: int = 0
+) -> Selection:
+    """The harnesses of a subset (a design) of a space, and the record of that design
+    (``design_seed`` seeds its construction and is recorded in it)."""
     from harness_gym.core.presets import PRESETS
     from harness_gym.core.space import level_name
 
@@ -300,12 +314,12 @@ def select_design(space: Any, subset: str | None = None, max_harnesses: int = AL
             raise SweepError(
                 f"unknown --subset {subset!r}: after '+' comes flips or flips:next; forms: {SUBSET_FORMS}"
             )
-    base = _base_design(resolved, subset, base_form, max_harnesses)
-    record: dict[str, Any] = _design_record(base)
+    base = _base_design(resolved, subset, base_form, max_harnesses, design_seed)
+    record: dict[str, Any] = {**_design_record(base), "seed": design_seed}
     design = base
     if mode is not None:
         design = resolved.flips(base, mode)
-        record = {**_design_record(design), "mode": mode, "base": record}
+        record = {**_design_record(design), "seed": design_seed, "mode": mode, "base": record}
     if len(design) > max_harnesses:
         raise SweepError(
             f"--subset {subset} would run {len(design):,} harnesses (limit {max_harnesses:,}); "
@@ -320,9 +334,9 @@ def select_design(space: Any, subset: str | None = None, max_harnesses: int = AL
     return Selection(points, resolved.factor_names, resolved.to_dict(), subset, record)
 
 
-def _base_design(space: Any, subset: str, form: str, max_harnesses: int) -> Any:
+def _base_design(space: Any, subset: str, form: str, max_harnesses: int, seed: int = 0) -> Any:
     """The design a subset form without flips names (rows of level indices)."""
-    from harness_gym.core.designs import Design, full_factorial
+    from harness_gym.core.designs import Design, clear_design, full_factorial
     from harness_gym.core.space import CoverageError
 
     kind, _, arg = form.partition(":")
@@ -336,15 +350,24 @@ def _base_design(space: Any, subset: str, form: str, max_harnesses: int) -> Any:
             raise SweepError(f"bad --subset {subset!r}: N must be a positive integer; forms: {SUBSET_FORMS}")
     counts = tuple(len(f.levels) for f in space.factors)
     try:
+        strength = 2 if len(counts) >= 2 else 1
         if kind == "balanced":
             if n is None:
-                return space.balanced_design(2 if len(counts) >= 2 else 1)
+                return space.balanced_design(strength, seed=seed)
             if n > space.size:
                 raise SweepError(f"--subset {subset}: the space has only {space.size} points")
-            best = space.balanced_design(2 if len(counts) >= 2 else 1)
-            return best if len(best) == n else space.balanced_design(2 if len(counts) >= 2 else 1, n)
+            best = space.balanced_design(strength, seed=seed)
+            return best if len(best) == n else space.balanced_design(strength, n, seed=seed)
+        if kind == "foldover" and n is None:
+            design = clear_design(counts, seed)
+            if len(design) > max_harnesses:
+                raise SweepError(
+                    f"--subset foldover would run {len(design):,} harnesses (limit {max_harnesses:,}); "
+                    "use balanced+flips, or raise --max-harnesses"
+                )
+            return design
         if kind == "covering":
-            design = space.covering_design(2) if len(counts) >= 2 else None
+            design = space.covering_design(2, seed=seed) if len(counts) >= 2 else None
             if design is None:
                 return Design("full factorial", counts, full_factorial(counts), "every combination")
             if n is not None:
@@ -367,25 +390,32 @@ def _base_design(space: Any, subset: str, form: str, max_harnesses: int) -> Any:
     if kind == "sample" and n is not None:
         if n > space.size:
             raise SweepError(f"--subset {subset}: the space has only {space.size} points")
-        rows = [space.indices(h) for h in _unique_sample(space, n)]
-        return Design("sample", counts, np.array(rows, dtype=np.int64).reshape(-1, len(counts)), "seed 0")
+        rows = [space.indices(h) for h in _unique_sample(space, n, seed)]
+        return Design(
+            "sample", counts, np.array(rows, dtype=np.int64).reshape(-1, len(counts)), f"seed {seed}"
+        )
     raise SweepError(f"unknown --subset {subset!r}; forms: {SUBSET_FORMS}")
 
 
 def _design_record(design: Any) -> dict[str, Any]:
+    from harness_gym.core.designs import interaction_aliasing
+
+    aliasing = interaction_aliasing(design.rows, design.counts) if len(design.counts) >= 3 else 0.0
     return {
         "kind": design.kind,
         "construction": design.construction,
         "n": len(design),
         "balance": design.balance().to_dict(),
+        # 0: main effects clear of two-factor interactions; inf: main effects not estimable
+        "interaction_aliasing": round(aliasing, 4) if math.isfinite(aliasing) else None,
     }
 
 
-def _unique_sample(space: Any, n: int) -> list[Harness]:
-    """The first ``n`` distinct points drawn with harness seed 0."""
+def _unique_sample(space: Any, n: int, seed: int = 0) -> list[Harness]:
+    """The first ``n`` distinct points drawn with harness seed ``seed``."""
     draws = 2 * n
     while True:
-        unique = list(dict.fromkeys(space.sample(0, draws)))
+        unique = list(dict.fromkeys(space.sample(seed, draws)))
         if len(unique) >= n or draws > 64 * n:
             return unique[:n]
         draws *= 2

@@ -7,21 +7,15 @@ tool style, naming and order the harness uses.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from harness_gym.core.env import unwrap_harness_env
+from harness_gym.rollout.agent import Agent
 
-
-@runtime_checkable
-class Agent(Protocol):
-    """The agent protocol every runner in harness-gym accepts."""
-
-    def reset(self, seed: int | None = None) -> None: ...
-
-    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+__all__ = ["AGENTS", "Agent", "OracleAgent", "RandomAgent", "make_agent"]
 
 
 class RandomAgent:

@@ -41,12 +41,12 @@ except ImportError as err:  # pragma: no cover - depends on the environment
         "pip install 'harness-gym[rl]' (torch is pinned to the CPU build 2.13.0)"
     ) from err
 
-from harness_gym.analysis.rollout import EpisodeResult, run_episode
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
 from harness_gym.progress import progress as progress_iter
 from harness_gym.progress import progress_bar
+from harness_gym.rollout import EpisodeResult, run_episode
 from harness_gym.wrappers.discrete import (
     DEFAULT_MAX_ACTIONS,
     INVALID_ACTION_TEXT,

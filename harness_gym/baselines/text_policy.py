@@ -17,7 +17,7 @@ Model (``TextPolicy``), per state:
 3. A small MLP scores ``[mean(H), mean(action token embeddings), context, log(1 + matches)]``.
    Its last layer starts at zero, so an untrained policy is exactly uniform over legal actions.
 
-Training (``GRPOTrainer``), one iteration, CleanRL style:
+Training (``TextPolicyGRPOTrainer``), one iteration, CleanRL style:
 
 1. Draw ``instances`` task instances (episode seeds). Play ``group_size`` episodes of each under
    each training harness, sampling from the current policy (all in lockstep, batched).
@@ -458,8 +458,8 @@ def success_rate(
 
 
 @dataclass
-class GRPOConfig:
-    """Hyperparameters of :class:`GRPOTrainer` (defaults train EnterText in about a minute)."""
+class TextPolicyGRPOConfig:
+    """Hyperparameters of :class:`TextPolicyGRPOTrainer` (defaults train EnterText in about a minute)."""
 
     iterations: int = 30
     instances: int = 16  # task instances (episode seeds) per iteration
@@ -482,7 +482,7 @@ class GRPOConfig:
 TRAIN_SEED_RANGE = (1_000_000, 2**31 - 1)
 
 
-class GRPOTrainer:
+class TextPolicyGRPOTrainer:
     """Clipped policy-gradient training of a :class:`TextPolicy` with group-relative advantages.
 
     Args:
@@ -498,13 +498,15 @@ class GRPOTrainer:
         self,
         policy: TextPolicy,
         env_factories: Sequence[Callable[[], gym.Env]],
-        config: GRPOConfig | None = None,
+        config: TextPolicyGRPOConfig | None = None,
         reference: TextPolicy | None = None,
     ) -> None:
         if not env_factories:
-            raise ValueError("GRPOTrainer needs at least one env factory (one per training harness)")
+            raise ValueError(
+                "TextPolicyGRPOTrainer needs at least one env factory (one per training harness)"
+            )
         self.policy = policy
-        self.config = config = config or GRPOConfig()
+        self.config = config = config or TextPolicyGRPOConfig()
         self.reference = reference if reference is not None else copy.deepcopy(policy)
         self.reference.eval()
         for p in self.reference.parameters():
@@ -635,7 +637,7 @@ def save_run(
     *,
     task_id: str,
     harnesses: Sequence[Mapping[str, Any]],
-    config: GRPOConfig,
+    config: TextPolicyGRPOConfig,
     history: Sequence[Mapping[str, float]] = (),
 ) -> Path:
     """Save a trained policy with what it was trained under (``policy.pt`` + ``run.json``)."""
@@ -651,3 +653,22 @@ def save_run(
     policy.save(out / "policy.pt", meta)
     (out / "run.json").write_text(json.dumps({**meta, "history": list(history)}, indent=2))
     return out
+
+
+#: Old names, which read as TRL's ``GRPOConfig`` / ``GRPOTrainer`` (a different trainer, used by
+#: :mod:`harness_gym.train`); they still resolve, with a DeprecationWarning, for one release.
+_DEPRECATED_NAMES = {"GRPOConfig": "TextPolicyGRPOConfig", "GRPOTrainer": "TextPolicyGRPOTrainer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED_NAMES:
+        import warnings
+
+        new = _DEPRECATED_NAMES[name]
+        warnings.warn(
+            f"harness_gym.baselines.text_policy.{name} is deprecated (it reads as TRL's {name}); use {new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

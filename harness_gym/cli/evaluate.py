@@ -66,10 +66,9 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     import gymnasium as gym
 
     from harness_gym.analysis.agent_spec import parse_agent
-    from harness_gym.analysis.rollout import EpisodeResult, run_episode
     from harness_gym.llm.cli_options import apply_llm_options
-    from harness_gym.llm.rollout import Episode, run_batched
     from harness_gym.progress import progress
+    from harness_gym.rollout import Episode, EpisodeResult, run_batched, run_episode
 
     env_ids = resolve_env_ids(args.env)
     if args.harness or args.stochastic:
@@ -181,8 +180,8 @@ def run_model_eval(args: argparse.Namespace, out: TextIO) -> int:
     greedy = not getattr(args, "stochastic", False)
     rows: list[Any] = []
     if run["algo"] == "text_policy":
-        from harness_gym.analysis.rollout import run_episode
         from harness_gym.baselines.text_policy import TextPolicy, TextPolicyAgent
+        from harness_gym.rollout import run_episode
 
         policy = _load(model_dir, lambda: TextPolicy.load(model_dir / "policy.pt"))
         trained_on = ", ".join(sorted({_harness_id(h) for h in run["harnesses"]}))

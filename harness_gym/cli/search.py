@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     replayed = int(imp["accepted_on_test"].sum()) if len(imp) else 0
     out.write(
         f"accepted improvements on dev: {len(imp)}; the rule still accepts {replayed} on test seeds, "
-        f"{survived} with a significant gain in success\n"
+        f"{survived} with a significant gain in success (exact McNemar, Holm-adjusted over the search)\n"
         f"best harness: {result.best_yaml}\n"
     )
     if args.report:
@@ -157,6 +157,8 @@ def _final(table: Any, out: TextIO) -> None:
             "harness",
             "test success",
             "vs default [95%]",
+            "wins/losses",
+            "Holm p",
             "steps",
             "obs chars",
             "ceiling-limited",
@@ -170,6 +172,8 @@ def _final(table: Any, out: TextIO) -> None:
                 r.harness,
                 f"{r.success:.2f}",
                 f"{r.vs_default:+.2f} [{r.vs_default_low:+.2f}, {r.vs_default_high:+.2f}]",
+                f"{r.vs_default_wins}/{r.vs_default_losses}",
+                f"{r.vs_default_p_holm:.3f}",
                 f"{r.steps:.1f}",
                 f"{r.obs_chars:.0f}",
                 "yes" if r.ceiling_limited else "no",

@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"which harnesses of the space: {SUBSET_FORMS} (default: balanced; 'all' for presets)",
     )
     parser.add_argument(
+        "--design-seed",
+        type=seed_int,
+        default=0,
+        help="seed of the design's construction: another balanced / covering / foldover / sample "
+        "design of the same size (default 0; recorded in sweep.json)",
+    )
+    parser.add_argument(
         "--seeds", type=positive_int, default=5, help="episodes per (task, harness, agent): seeds 0..K-1"
     )
     parser.add_argument("--first-seed", type=seed_int, default=0, help="the first seed (default 0)")
@@ -91,6 +98,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ceiling=not args.no_ceiling,
         node_limit=args.node_limit,
         max_harnesses=args.max_harnesses,
+        design_seed=args.design_seed,
     )
     output_dir(args.out)
     out.write(spec.describe() + "\n")

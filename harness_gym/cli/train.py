@@ -131,10 +131,10 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
     import torch
 
     from harness_gym.baselines.text_policy import (
-        GRPOConfig,
-        GRPOTrainer,
         TextPolicy,
         TextPolicyConfig,
+        TextPolicyGRPOConfig,
+        TextPolicyGRPOTrainer,
         save_run,
         success_rate,
     )
@@ -142,7 +142,7 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
     policy_keys = set(TextPolicyConfig().to_dict())
     policy_cfg = TextPolicyConfig.from_dict({k: v for k, v in hyperparams.items() if k in policy_keys})
     try:
-        grpo = GRPOConfig(
+        grpo = TextPolicyGRPOConfig(
             iterations=args.iterations,
             grouping=args.grouping,
             seed=args.seed,
@@ -158,7 +158,7 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
     harnesses = [p.unwrapped.harness.to_dict() for p in probes]
     torch.manual_seed(args.seed)
     policy = TextPolicy(policy_cfg)
-    trainer = GRPOTrainer(policy, factories, grpo)
+    trainer = TextPolicyGRPOTrainer(policy, factories, grpo)
     history = trainer.train(progress=True)
     path = save_run(
         policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history

@@ -4,8 +4,8 @@ from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import BoundHarness, Harness, HarnessSpecError
 from harness_gym.core.presets import PRESETS, resolve_harness
 from harness_gym.core.registry import TASKS, get_task, make_env, register_task
-from harness_gym.core.spaces import UnicodeText
 from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.core.text_space import UnicodeText
 from harness_gym.core.tools import ActionError
 
 __all__ = [

@@ -16,6 +16,12 @@ factor. Three kinds are built here:
 * **Near-orthogonal designs** (:func:`near_orthogonal`): ``n`` level-balanced runs (each level
   of a factor as often as ``n`` allows) whose pair counts are made as even as a seeded swap
   search can; used when an orthogonal array would be larger than the points allowed.
+* **Fold-overs** (:func:`foldover`, :func:`clear_design`): an array plus its mirror image
+  (level ``l`` of an ``s``-level factor replaced by ``s - 1 - l``). The fold-over of a
+  two-level resolution-III array is resolution IV: main effects are clear of two-factor
+  interactions. For factors with three or more levels the mirror leaves some interaction
+  contrasts aliased; :func:`clear_design` then uses a strength-3 orthogonal array, which is
+  clear for any level counts. :func:`interaction_aliasing` measures how clear a design is.
 * **One-factor flips** (:func:`flips`): base rows plus, for each base row and factor, the rows
   that change only that factor; a pair's difference measures that factor with every other
   factor held fixed.
@@ -353,6 +359,69 @@ def _spread_duplicates(rows: np.ndarray, rng: np.random.Generator, attempts: int
         a, b, c = int(rng.choice(repeated)), int(rng.integers(n)), int(rng.integers(k))
         rows[[a, b], c] = rows[[b, a], c]
     return rows
+
+
+# -- fold-overs ------------------------------------------------------------------------------
+
+
+def foldover(design: Design) -> Design:
+    """``design`` plus its mirror (level ``l`` of an ``s``-level factor becomes ``s - 1 - l``);
+    rows already in the design are not repeated."""
+    counts = np.asarray(design.counts, dtype=np.int64)
+    rows = np.vstack([design.rows, counts - 1 - design.rows]) if len(design.rows) else design.rows
+    _, first = np.unique(rows, axis=0, return_index=True)
+    rows = rows[np.sort(first)]
+    return Design(
+        "fold-over",
+        design.counts,
+        rows,
+        f"{design.kind} ({len(design)} runs) and its mirror image, {len(rows)} runs",
+    )
+
+
+def interaction_aliasing(rows: np.ndarray, counts: Sequence[int]) -> float:
+    """The largest coefficient by which a main-effect estimate (main-effects model, contrasts
+    of :func:`contrasts`) moves per unit of a two-factor interaction contrast of two other
+    factors: 0 when main effects are clear of two-factor interactions; ``inf`` when the main
+    effects themselves are not estimable."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(counts))
+    n = len(rows)
+    blocks = [contrasts(s)[rows[:, c]] for c, s in enumerate(counts)]
+    x = np.hstack([np.ones((n, 1)), *blocks])
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        return math.inf
+    pinv = np.linalg.pinv(x)
+    starts = np.cumsum([1] + [b.shape[1] for b in blocks])
+    worst = 0.0
+    for i, j in itertools.combinations(range(len(counts)), 2):
+        z = (blocks[i][:, :, None] * blocks[j][:, None, :]).reshape(n, -1)
+        if not z.shape[1]:
+            continue
+        alias = pinv @ z
+        for c in range(len(counts)):
+            if c in (i, j) or not blocks[c].shape[1]:
+                continue
+            worst = max(worst, float(np.abs(alias[starts[c] : starts[c + 1]]).max()))
+    return worst
+
+
+def clear_design(counts: Sequence[int], seed: int = 0) -> Design:
+    """A design whose main effects are clear of two-factor interactions (resolution IV): the
+    fold-over of the strength-2 orthogonal array when that is clear (always for two-level
+    factors), else the smaller clear one of that and a strength-3 orthogonal array."""
+    counts = tuple(int(s) for s in counts)
+    folded = foldover(orthogonal_array(counts, 2, seed))
+    if interaction_aliasing(folded.rows, counts) < 1e-9:
+        return folded
+    strong = orthogonal_array(counts, min(3, len(counts)), seed)
+    return Design(
+        strong.kind if strong.kind == "full factorial" else "strength-3 orthogonal array",
+        counts,
+        strong.rows,
+        strong.construction
+        + "; the fold-over of the strength-2 array is not clear of two-factor interactions for "
+        "factors with 3 or more levels",
+    )
 
 
 # -- flips -------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ import numpy as np
 from harness_gym.core.grammar import ActionGrammar
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
-from harness_gym.core.spaces import UnicodeText
 from harness_gym.core.task import Action, Task
+from harness_gym.core.text_space import UnicodeText
 from harness_gym.core.tools import ActionError, preview
 
 #: Observations longer than this are cut (with a visible marker) to stay in the space.

@@ -11,10 +11,10 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
-from xml.sax.saxutils import escape as _xml_escape
-from xml.sax.saxutils import quoteattr
 
-from harness_gym.core.plugins import LiveLevels
+from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
+from harness_gym.core.xml_text import escape as _xml_escape
+from harness_gym.core.xml_text import quoteattr
 
 Fields = Sequence[tuple[str, Any]]
 
@@ -383,3 +383,13 @@ def register_format(name: str, renderer: Callable[[Fields], str]) -> None:
     if name in RENDERERS and RENDERERS[name] is not renderer:
         raise ValueError(f"observation format {name!r} is already registered")
     RENDERERS[name] = renderer
+
+
+def _register_format_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.formats`` entry point: a renderer (fields -> str)."""
+    if not callable(obj):
+        raise PluginError(f"a harness_gym.formats entry point must name a renderer (fields -> str): {obj!r}")
+    register_format(name, obj)
+
+
+set_loader("formats", _register_format_plugin)

@@ -11,9 +11,10 @@ A package extends harness-gym through entry points (in its ``pyproject.toml``)::
     [project.entry-points."harness_gym.agents"]
     greedy = "my_pkg.agents:make_greedy"          # factory(env) -> Agent, spec "greedy"
 
-Nothing is imported until something needs it: :func:`load_plugins` runs the first time the
-CLI starts a verb, a task id is not found (:func:`~harness_gym.core.registry.get_task`), or a
-level is not among the built-in ones (:class:`LiveLevels`). Code that is not installed is
+``import harness_gym`` loads the task plugins, so that their ``harness_gym/<Task>-...-v0`` ids
+work in a plain ``gym.make``; a failure there is reported by the next :func:`load_plugins`
+call (the CLI's, as a warning line). The other kinds load when something needs them: the CLI
+starts a verb, or a level is not among the built-in ones (:class:`LiveLevels`). Code that is not installed is
 imported by name (:func:`import_modules`, the CLI's ``--import MODULE``); the names are kept
 in ``HARNESS_GYM_IMPORT`` so worker processes import them too. A plugin that fails to load
 (import error, wrong kind of object, a name that clashes with a built-in level) is reported in
@@ -27,8 +28,10 @@ import os
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 #: Entry-point group of each kind of plugin.
 GROUPS: dict[str, str] = {
@@ -74,6 +77,7 @@ class PluginFailure:
 _loaded_groups: set[str] = set()
 _imported: list[str] = []
 _failures: list[PluginFailure] = []
+_deferred: list[PluginFailure] = []
 _loading = False
 
 
@@ -159,12 +163,15 @@ def _import(name: str, what: str) -> Any:
 # -- entry points --------------------------------------------------------------------------
 
 
-def load_plugins(kinds: Sequence[str] | None = None, warn: bool = True) -> list[PluginFailure]:
+def load_plugins(
+    kinds: Sequence[str] | None = None, warn: bool = True, defer: bool = False
+) -> list[PluginFailure]:
     """Load every installed plugin of ``kinds`` (default: all) once per process.
 
     Also imports the modules named in ``HARNESS_GYM_IMPORT``. Returns the failures of this call;
     each also becomes a :class:`PluginLoadWarning` unless ``warn`` is false (the CLI prints them
-    as ``harness-gym: warning:`` lines instead).
+    as ``harness-gym: warning:`` lines instead). With ``defer`` (``import harness_gym`` loads
+    the task plugins so) this call reports nothing and the next call returns its failures.
     """
     global _loading
     if _loading:
@@ -192,6 +199,10 @@ def load_plugins(kinds: Sequence[str] | None = None, warn: bool = True) -> list[
     finally:
         _loading = False
     _failures.extend(new)
+    if defer:
+        _deferred.extend(new)
+        return []
+    new, _deferred[:] = [*_deferred, *new], []
     if warn:
         for failure in new:
             warnings.warn(str(failure), PluginLoadWarning, stacklevel=2)
@@ -211,11 +222,48 @@ def failures_note() -> str:
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:
+    if not _may_declare(group):
+        return []
+    from importlib import metadata
+
     found = metadata.entry_points(group=group)
     seen: dict[tuple[str, str], metadata.EntryPoint] = {}
     for entry in found:  # the same distribution on sys.path twice lists its entry points twice
         seen.setdefault((entry.name, entry.value), entry)
     return sorted(seen.values(), key=lambda e: (e.name, e.value))
+
+
+def _may_declare(group: str) -> bool:
+    """Whether a distribution on ``sys.path`` may declare entry points of ``group``.
+
+    A look at the ``*.dist-info`` / ``*.egg-info`` ``entry_points.txt`` files that
+    ``importlib.metadata`` reads, so that ``import harness_gym`` does not import it (about a
+    tenth of the import time) when no plugin is installed. What it cannot look through (a zip
+    on ``sys.path``, a finder of distributions other than the path finder) answers yes.
+    """
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return True
+    header = f"[{group}]"
+    for entry in sys.path:
+        folder = entry or os.curdir
+        if os.path.isfile(folder):
+            return True
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8") as fh:
+                        if header in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
 
 
 def _load_entry(kind: str, entry: metadata.EntryPoint) -> PluginFailure | None:
@@ -229,7 +277,7 @@ def _load_entry(kind: str, entry: metadata.EntryPoint) -> PluginFailure | None:
     except Exception as err:  # noqa: BLE001 - a broken plugin must not stop the others
         return failure(_reason(err))
     try:
-        _REGISTER[kind](entry.name, obj)
+        _loader(kind)(entry.name, obj)
     except (PluginError, ValueError, TypeError) as err:
         return failure(str(err))
     except Exception as err:  # noqa: BLE001
@@ -237,44 +285,25 @@ def _load_entry(kind: str, entry: metadata.EntryPoint) -> PluginFailure | None:
     return None
 
 
-def _register_tasks(name: str, obj: Any) -> None:
-    from harness_gym.core.registry import register_envs, register_task
-    from harness_gym.core.task import Task
-
-    tasks = list(obj) if isinstance(obj, (list, tuple)) else [obj]
-    if not tasks or not all(isinstance(t, type) and issubclass(t, Task) for t in tasks):
-        raise PluginError(f"a harness_gym.tasks entry point must name a Task subclass or a list, got {obj!r}")
-    for task in tasks:
-        register_task(task)
-    register_envs([t.task_id for t in tasks])
+#: How each kind of plugin is registered: kind -> loader(entry point name, loaded object). The
+#: module that owns a kind's registry installs its loader (:func:`set_loader`), so this module
+#: imports none of them (the registry, the formats and the tool styles all import this one).
+_REGISTER: dict[str, Callable[[str, Any], Any]] = {"agents": register_agent}
 
 
-def _register_format(name: str, obj: Any) -> None:
-    from harness_gym.core.formats import register_format
-
-    if not callable(obj):
-        raise PluginError(f"a harness_gym.formats entry point must name a renderer (fields -> str): {obj!r}")
-    register_format(name, obj)
-
-
-def _register_tool_style(name: str, obj: Any) -> None:
-    from harness_gym.core.tools import ToolStyle, register_tool_style
-
-    if not isinstance(obj, ToolStyle):
-        raise PluginError(
-            f"a harness_gym.tool_styles entry point must name a harness_gym.core.tools.ToolStyle, got {obj!r}"
-        )
-    if obj.name != name:
-        raise PluginError(f"entry point {name!r} names the tool style {obj.name!r}; use one name for both")
-    register_tool_style(obj)
+def set_loader(kind: str, loader: Callable[[str, Any], Any]) -> None:
+    """Install how plugins of ``kind`` register: ``loader(name, obj)`` raises
+    :class:`PluginError` (or ``ValueError`` / ``TypeError``) on an object of the wrong kind."""
+    if kind not in GROUPS:
+        raise ValueError(f"unknown plugin kind {kind!r}; kinds: {list(GROUPS)}")
+    _REGISTER[kind] = loader
 
 
-_REGISTER: dict[str, Callable[[str, Any], Any]] = {
-    "tasks": _register_tasks,
-    "formats": _register_format,
-    "tool_styles": _register_tool_style,
-    "agents": register_agent,
-}
+def _loader(kind: str) -> Callable[[str, Any], Any]:
+    try:
+        return _REGISTER[kind]
+    except KeyError:  # the owning module installs it on import, and harness_gym imports them all
+        raise RuntimeError(f"no loader for {kind!r} plugins is installed; import harness_gym first") from None
 
 
 def _reason(err: BaseException) -> str:

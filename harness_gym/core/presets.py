@@ -363,27 +363,39 @@ def task_family(task: type) -> str | None:
 #: Families whose tasks also take another family's presets (real-browser tasks are web pages).
 FAMILY_ALSO: dict[str, tuple[str, ...]] = {"browser": ("web",)}
 
-_applies: dict[tuple[str, Harness, type], bool] = {}
+_binds: dict[tuple[str, Harness, tuple, tuple], bool] = {}
 
 
 def preset_applies(name: str, task: type) -> bool:
-    """Whether preset ``name`` is registered with ``task``: the preset is for any family or for
-    the task's (out-of-package tasks: any), and its harness binds to the task's fields and
-    actions (a preset renaming ``click`` cannot bind to a task without it)."""
+    """Whether preset ``name`` is registered with ``task``.
+
+    A preset for any family, or for the task's own (or one :data:`FAMILY_ALSO` names), applies
+    to every task of a built-in family: the presets are written for those tasks, and
+    ``tests/test_registration.py`` binds every such pair, so registering the package's ids binds
+    nothing. A task outside the package (a plugin's) takes the presets whose harness binds to
+    its fields and actions (a preset renaming ``click`` cannot bind to a task without it).
+    """
     harness = PRESETS[name]
-    info = PRESET_INFO.get(name)  # None for a harness put into PRESETS directly
-    wanted, family = (info.family if info is not None else None), task_family(task)
-    if wanted is not None and family is not None:
-        if wanted != family and wanted not in FAMILY_ALSO.get(family, ()):
-            return False
-    key = (name, harness, task)
-    if key not in _applies:
+    family = task_family(task)
+    if family is not None:
+        return preset_for_family(name, family)
+    fields, actions = tuple(task.field_names), tuple(task.action_specs)  # type: ignore[attr-defined]
+    key = (name, harness, fields, actions)
+    if key not in _binds:
         try:
-            harness.bind(task.field_names, task.action_specs)  # type: ignore[attr-defined]
-            _applies[key] = True
+            harness.bind(fields, actions)
+            _binds[key] = True
         except HarnessSpecError:
-            _applies[key] = False
-    return _applies[key]
+            _binds[key] = False
+    return _binds[key]
+
+
+def preset_for_family(name: str, family: str) -> bool:
+    """Whether preset ``name`` is registered with the tasks of the built-in ``family``: it is
+    written for any family, for ``family``, or for one that :data:`FAMILY_ALSO` names."""
+    info = PRESET_INFO.get(name)  # None for a harness put into PRESETS directly
+    wanted = info.family if info is not None else None
+    return wanted is None or wanted == family or wanted in FAMILY_ALSO.get(family, ())
 
 
 def preset_name(harness: Harness) -> str | None:

@@ -10,24 +10,29 @@ one release (making one warns) but are not listed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
-from harness_gym.core.plugins import failures_note, load_plugins
-from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS, preset_applies
+from harness_gym.core.plugins import PluginError, failures_note, load_plugins, set_loader
+from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS, preset_applies, preset_for_family
 from harness_gym.core.task import Task
 
 NAMESPACE = "harness_gym"
+#: What ``gym.make`` calls for a task of ``TASKS`` (imported only when an env is built).
+ENTRY_POINT = "harness_gym.core.registry:make_env"
 TASKS: dict[str, type[Task]] = {}
 #: Tasks of families registered with :func:`register_family` (some kept out of ``TASKS``, which
-#: lists the fast suite): task id -> (class, the entry point that builds its envs).
-#: ``get_task`` and ``make_env`` know them; ``FAMILY_ENV_IDS`` lists their listed env ids.
-FAMILY_TASKS: dict[str, tuple[type[Task], str]] = {}
+#: lists the fast suite): task id -> (class, or its ``"module:Class"`` until it is first
+#: needed, and the entry point that builds its envs). ``get_task`` and ``make_env`` know them
+#: (:func:`family_task` gives the class); ``FAMILY_ENV_IDS`` lists their listed env ids.
+FAMILY_TASKS: dict[str, tuple[type[Task] | str, str]] = {}
 FAMILY_ENV_IDS: list[str] = []
 
 
@@ -43,7 +48,7 @@ def register_task(task_cls: type[Task]) -> type[Task]:
 def get_task(task_id: str) -> type[Task]:
     """The task class registered as ``task_id``, loading installed plugins if it is not yet."""
     if task_id not in TASKS and task_id in FAMILY_TASKS:
-        return FAMILY_TASKS[task_id][0]
+        return family_task(task_id)
     if task_id not in TASKS:
         load_plugins(["tasks"])
     try:
@@ -52,6 +57,16 @@ def get_task(task_id: str) -> type[Task]:
         raise KeyError(
             f"unknown task {task_id!r}; registered tasks: {sorted(TASKS)}{failures_note()}"
         ) from None
+
+
+def family_task(task_id: str) -> type[Task]:
+    """The class of a family's task, imported the first time it is needed."""
+    task, entry_point = FAMILY_TASKS[task_id]
+    if isinstance(task, str):
+        module, _, name = task.partition(":")
+        task = getattr(importlib.import_module(module), name)
+        FAMILY_TASKS[task_id] = (task, entry_point)
+    return task  # type: ignore[return-value]
 
 
 def make_env(
@@ -63,7 +78,7 @@ def make_env(
     family outside ``TASKS`` gets its family's env (e.g. a terminal task's sandboxed env)."""
     name = task if isinstance(task, str) else getattr(task, "task_id", None)
     family = FAMILY_TASKS.get(name) if name not in TASKS else None  # type: ignore[arg-type]
-    if family is not None and (isinstance(task, str) or task is family[0]):
+    if family is not None and (isinstance(task, str) or task is family_task(name)):  # type: ignore[arg-type]
         maker = gym.envs.registration.load_env_creator(family[1])
         return maker(task=name, harness=harness, render_mode=render_mode)
     if isinstance(task, str):
@@ -82,53 +97,98 @@ def register_envs(task_ids: list[str] | None = None) -> list[str]:
         for preset in [None, *_presets_for(TASKS[task_id])]:
             new_id = env_id(task_id, preset)
             if new_id not in gym.registry:
-                gym.register(
-                    id=new_id,
-                    entry_point=make_env,
-                    kwargs={"task": task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
+                add_env_spec(new_id, ENTRY_POINT, {"task": task_id, "harness": preset or "Json"})
             if preset not in DEPRECATED_PRESETS:
                 ids.append(new_id)
     return ids
+
+
+def add_env_spec(new_id: str, entry_point: str, kwargs: dict[str, Any]) -> None:
+    """Put one id into Gymnasium's registry (a plain dict), replacing any spec it had.
+
+    ``gym.register`` checks each new id against every registered one, so registering the
+    package's thousands of ids through it costs seconds; these ids are built by
+    :func:`env_id` (well formed, one version each), so the spec goes straight in. The entry
+    point is a ``"module:callable"`` string: ``gym.make`` imports it only when it builds the env.
+    """
+    gym.registry[new_id] = EnvSpec(
+        id=new_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False
+    )
 
 
 def _presets_for(task: type[Task]) -> list[str]:
     """The presets registered with ``task``: those that apply, then the deprecated names."""
-    current = [p for p in PRESETS if preset_applies(p, task)]
+    return _with_deprecated([p for p in PRESETS if preset_applies(p, task)])
+
+
+def _with_deprecated(current: list[str]) -> list[str]:
     return current + [old for old, new in DEPRECATED_PRESETS.items() if new in current]
 
 
 def register_family(
-    tasks: Sequence[type[Task]], entry_point: str, add_to_task_registry: bool = True
+    tasks: Sequence[type[Task]] | Mapping[str, str],
+    entry_point: str,
+    add_to_task_registry: bool = True,
+    family: str | None = None,
 ) -> list[str]:
     """Register a task family's Gymnasium ids, ``<Task>-v0`` and ``<Task>-<Preset>-v0`` for
     every preset, made by ``entry_point`` (idempotent; an id another entry point holds is
-    replaced); return the ids. With ``add_to_task_registry`` the tasks also join ``TASKS``."""
+    replaced); return the ids. With ``add_to_task_registry`` the tasks also join ``TASKS``.
+
+    ``tasks`` are the classes, or (so that registering imports none of them) a mapping of task
+    id to ``"module:Class"`` with the ``family`` name, whose presets they take
+    (:func:`~harness_gym.core.presets.preset_for_family`); such tasks stay out of ``TASKS``.
+    """
+    if isinstance(tasks, Mapping):
+        if family is None or add_to_task_registry:
+            raise ValueError(
+                "tasks given as 'module:Class' names need family= and add_to_task_registry=False"
+            )
+        presets = _with_deprecated([p for p in PRESETS if preset_for_family(p, family)])
+        entries = [(task_id, path, presets) for task_id, path in tasks.items()]
+    else:
+        entries = [(task.task_id, task, _presets_for(task)) for task in tasks]
     ids = []
-    for task in tasks:
-        FAMILY_TASKS[task.task_id] = (task, entry_point)
+    for task_id, task, task_presets in entries:
+        if not (isinstance(task, str) and isinstance(FAMILY_TASKS.get(task_id, ("",))[0], type)):
+            FAMILY_TASKS[task_id] = (task, entry_point)  # (a class already imported stays)
         if add_to_task_registry:
-            register_task(task)
-        for preset in [None, *_presets_for(task)]:
-            new_id = env_id(task.task_id, preset)
+            register_task(task)  # type: ignore[arg-type]
+        for preset in [None, *task_presets]:
+            new_id = env_id(task_id, preset)
             spec = gym.registry.get(new_id)
             if spec is None or spec.entry_point != entry_point:
-                gym.registry.pop(new_id, None)
-                gym.register(
-                    id=new_id,
-                    entry_point=entry_point,
-                    kwargs={"task": task.task_id, "harness": preset or "Json"},
-                    disable_env_checker=False,
-                )
+                add_env_spec(new_id, entry_point, {"task": task_id, "harness": preset or "Json"})
             if preset not in DEPRECATED_PRESETS:
                 ids.append(new_id)
-    plain = {env_id(task.task_id) for task in tasks}
-    FAMILY_ENV_IDS.extend(i for i in ids if i not in plain and i not in FAMILY_ENV_IDS)
+    plain = {env_id(task_id) for task_id, _, _ in entries}
+    add_family_env_ids(i for i in ids if i not in plain)
     return ids
+
+
+def add_family_env_ids(ids: Iterable[str]) -> None:
+    """Append ids to :data:`FAMILY_ENV_IDS`, each once."""
+    listed = set(FAMILY_ENV_IDS)
+    for new_id in ids:
+        if new_id not in listed:
+            listed.add(new_id)
+            FAMILY_ENV_IDS.append(new_id)
 
 
 def registered_env_ids() -> list[str]:
     """Every ``harness_gym/<Task>-<Preset>-v0`` id (the preset-less ids excluded), plugins' too."""
     load_plugins(["tasks"])
     return [env_id(t, p) for t in sorted(TASKS) for p in PRESETS if preset_applies(p, TASKS[t])]
+
+
+def _register_task_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.tasks`` entry point: a Task subclass or a list of them."""
+    tasks = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if not tasks or not all(isinstance(t, type) and issubclass(t, Task) for t in tasks):
+        raise PluginError(f"a harness_gym.tasks entry point must name a Task subclass or a list, got {obj!r}")
+    for task in tasks:
+        register_task(task)
+    register_envs([t.task_id for t in tasks])
+
+
+set_loader("tasks", _register_task_plugin)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.plugins import LiveLevels
+from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
 from harness_gym.core.task import Action, ActionSpec, Param
 
 #: The tool styles this package defines; :func:`register_tool_style` adds more.
@@ -1098,3 +1098,17 @@ def _only_separators(text: str, spans: list[tuple[int, int, bool]]) -> bool:
             return False
         pos = end
     return bool(_SEPARATORS.match(text[pos:]))
+
+
+def _register_tool_style_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.tool_styles`` entry point: a :class:`ToolStyle` of the same name."""
+    if not isinstance(obj, ToolStyle):
+        raise PluginError(
+            f"a harness_gym.tool_styles entry point must name a harness_gym.core.tools.ToolStyle, got {obj!r}"
+        )
+    if obj.name != name:
+        raise PluginError(f"entry point {name!r} names the tool style {obj.name!r}; use one name for both")
+    register_tool_style(obj)
+
+
+set_loader("tool_styles", _register_tool_style_plugin)

@@ -3,7 +3,7 @@
 PettingZoo's ``api_test`` compares every observation's ``dtype`` with its space's, and a
 plain ``str`` has none. A :class:`TextObservation` is a ``str`` (it works wherever text does:
 ``json.dumps``, prompts, ``==``) that also says what it is to NumPy: a Python object. Its
-space, :class:`ObjectText`, is :class:`~harness_gym.core.spaces.UnicodeText` with that dtype;
+space, :class:`ObjectText`, is :class:`~harness_gym.core.text_space.UnicodeText` with that dtype;
 the multi-agent envs use it for actions too, and it can be iterated as a batch of texts (what
 SuperSuit's vector envs do with a batch of actions).
 """
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import iterate
 
-from harness_gym.core.spaces import UnicodeText
+from harness_gym.core.text_space import UnicodeText
 
 
 class TextObservation(str):

@@ -2,7 +2,7 @@
 
 The model acts through :class:`~harness_gym.llm.agent.LLMAgent` on an in-process
 :class:`~harness_gym.llm.transformers_backend.TransformersBackend` (greedy unless told
-otherwise), episodes batched with :func:`~harness_gym.llm.rollout.run_batched`: exactly the
+otherwise), episodes batched with :func:`~harness_gym.rollout.run_batched`: exactly the
 path of ``harness-gym eval --agent hf:FOLDER``, so numbers here and there agree.
 """
 
@@ -70,8 +70,8 @@ def evaluate_folder(
     """Greedy success of the model in ``folder`` on ``task`` under ``harness`` over ``seeds``."""
     from harness_gym.core.registry import make_env
     from harness_gym.llm.agent import LLMAgent
-    from harness_gym.llm.rollout import Episode, run_batched
     from harness_gym.llm.types import Sampling
+    from harness_gym.rollout import Episode, run_batched
 
     backend = backend_for(folder, threads)
     sampling = Sampling(temperature=0.0, max_tokens=max_tokens)

@@ -74,4 +74,3 @@ class LMActionScorer:
 
     def close(self) -> None:
         self.env.close()
-

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from harness_gym.core.registry import FAMILY_ENV_IDS, env_id, register_family
+from harness_gym.core.registry import add_env_spec, add_family_env_ids, env_id, register_family
 from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
@@ -28,20 +28,15 @@ def register(add_to_task_registry: bool = False) -> list[str]:
     bubblewrap and are slower than the pure-Python suite that TASKS lists).
     """
     ids = register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
+    coding = []
     for task in TERMINAL_TASKS:  # the coding-harness presets, which only terminal tasks take
         for preset in TERMINAL_PRESETS:
             new_id = env_id(task.task_id, preset)
             if new_id not in gym.registry:
-                gym.register(
-                    id=new_id,
-                    entry_point=ENTRY_POINT,
-                    kwargs={"task": task.task_id, "harness": preset},
-                    disable_env_checker=False,
-                )
-            ids.append(new_id)
-            if new_id not in FAMILY_ENV_IDS:
-                FAMILY_ENV_IDS.append(new_id)
-    return ids
+                add_env_spec(new_id, ENTRY_POINT, {"task": task.task_id, "harness": preset})
+            coding.append(new_id)
+    add_family_env_ids(coding)
+    return ids + coding
 
 
 def is_terminal_task(task_id: str) -> bool:

@@ -15,25 +15,30 @@ Anything else is a reason to reject the task: package installs, ``ENV``, ``USER`
 services (``EXPOSE``, ``CMD``, ``ENTRYPOINT``, ``HEALTHCHECK``, a ``docker-compose`` file),
 a prebuilt ``docker_image``, GPUs or MCP servers in ``task.toml``, copies outside ``/app``.
 
-Verification follows Harbor: after the agent submits, a fresh verifier sandbox sees the
-final ``/app``, the task's ``tests/`` at ``/tests`` (read-only; the agent never sees them)
-and an empty writable ``/logs``; it runs ``bash /tests/test.sh`` and the episode succeeds
-when the reward is 1. The oracle runs ``solve.sh`` as one command. Every seed gives the
-same instance (a Harbor task is one instance).
+Verification follows Harbor: after the agent submits, every agent process is killed and a
+fresh one-shot verifier sandbox (:meth:`Sandbox.run_verifier`: no agent home, a fixed
+environment, git hooks and fsmonitor off) sees the final ``/app``, a copy of the task's
+``tests/`` at ``/tests`` (read-only; the agent never sees them) and an empty writable
+``/logs``; it runs ``bash /tests/test.sh`` and the episode succeeds when the reward is 1.
+The reward file is read without following any symlink. The oracle runs ``solve.sh`` as one
+command. Every seed gives the same instance (a Harbor task is one instance). A task folder
+whose files are symlinks (``tests/``, ``instruction.md``, ``solve.sh``, ...) is rejected: it
+could pull host files into the instance or the verdict.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
-import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits
+from harness_gym.envs.terminal.sandbox import SandboxLimits, remove_tree, walk_tree
 from harness_gym.envs.terminal.task import TerminalTask
 
 REQUIRED = ("instruction.md", "task.toml", "tests/test.sh")
@@ -49,6 +54,8 @@ IGNORED_INSTRUCTIONS = ("LABEL", "ARG", "MAINTAINER", "ONBUILD", "SHELL")
 MAX_VERIFIER_SECONDS = 120.0
 #: Files copied into an instance at most (a build context is small in the tasks this takes).
 MAX_CONTEXT_BYTES = 16 << 20
+#: The most a task's tests/ may hold.
+MAX_TESTS_BYTES = 64 << 20
 
 
 class UnsupportedHarborTask(ValueError):
@@ -65,6 +72,9 @@ def load_harbor_task(folder: str | Path) -> type[TerminalTask]:
         raise UnsupportedHarborTask(
             f"{folder.name}: missing {', '.join(missing)} (a Harbor task needs {list(REQUIRED)})"
         )
+    for rel in (*REQUIRED, "solution/solve.sh", "environment/Dockerfile", "environment", "solution"):
+        _no_symlink(folder, rel)
+    _tests_files(folder / "tests", folder.name)
     toml = _toml()
     try:
         config = toml.loads((folder / "task.toml").read_text(encoding="utf-8"))
@@ -153,19 +163,22 @@ class HarborTask(TerminalTask):
         return self.solve_script if self.solve_script is not None else "true"
 
     def verify(self) -> tuple[bool, str]:
-        assert self._root is not None
-        work = self._root / "verifier"
-        shutil.rmtree(work, ignore_errors=True)
+        assert self._root is not None and self._sandbox is not None
+        work = self._root / "verifier"  # beside app/ and home/: never mounted for the agent
+        remove_tree(work)
         tests, logs = work / "tests", work / "logs"
-        shutil.copytree(self.folder / "tests", tests, symlinks=False)
-        (logs / "verifier").mkdir(parents=True)
-        sandbox = Sandbox(self._root, self.limits, binds=((tests, "/tests", False), (logs, "/logs", True)))
         try:
-            res = sandbox.run("bash /tests/test.sh", persistent=False, timeout=self.verifier_timeout)
+            _copy_tests(self.folder / "tests", tests, self.folder.name)
+            (logs / "verifier").mkdir(parents=True)
+            res = self._sandbox.run_verifier(
+                "bash /tests/test.sh",
+                timeout=self.verifier_timeout,
+                binds=((tests, "/tests", False), (logs, "/logs", True)),
+                app_writable=True,  # as in Harbor: a test may write next to the code it checks
+            )
+            reward, why = _read_reward(logs)
         finally:
-            sandbox.close()
-        reward, why = _read_reward(logs / "verifier")
-        shutil.rmtree(work, ignore_errors=True)
+            remove_tree(work)
         if reward is None:
             return False, f"{why} (test.sh exit code {res.exit_code}; {res.stdout[-200:]}{res.stderr[-200:]})"
         ok = reward >= 1.0
@@ -184,19 +197,91 @@ def _toml() -> Any:
 
 
 def _read_reward(logs: Path) -> tuple[float | None, str]:
-    for name in ("reward.txt", "reward.json"):
-        path = logs / name
-        if path.is_symlink() or not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")[:1000].strip()
+    """The reward test.sh wrote under ``logs/verifier``; no symlink is followed on the way
+    (test.sh could point ``/logs/verifier`` or the file at host paths), nor a FIFO opened."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        base = os.open(logs, flags | os.O_DIRECTORY)
+    except OSError:
+        return None, "the verifier's /logs is gone"
+    try:
         try:
-            if name == "reward.txt":
-                return float(text.split()[0]), ""
-            data = json.loads(text)
-            return float(data["reward"] if isinstance(data, dict) else data), ""
-        except (ValueError, IndexError, KeyError, TypeError):
-            return None, f"/logs/verifier/{name} holds no reward: {text[:80]!r}"
+            verifier = os.open("verifier", flags | os.O_DIRECTORY, dir_fd=base)
+        except OSError:
+            return None, "/logs/verifier is not a directory (a symlink is not followed)"
+        try:
+            for name in ("reward.txt", "reward.json"):
+                try:
+                    fd = os.open(name, flags, dir_fd=verifier)
+                except OSError:
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                        continue
+                    text = f.read(1000).decode("utf-8", "replace").strip()
+                try:
+                    if name == "reward.txt":
+                        return float(text.split()[0]), ""
+                    data = json.loads(text)
+                    return float(data["reward"] if isinstance(data, dict) else data), ""
+                except (ValueError, IndexError, KeyError, TypeError):
+                    return None, f"/logs/verifier/{name} holds no reward: {text[:80]!r}"
+        finally:
+            os.close(verifier)
+    finally:
+        os.close(base)
     return None, "test.sh wrote no /logs/verifier/reward.txt or reward.json"
+
+
+def _no_symlink(folder: Path, rel: str) -> None:
+    """Reject ``folder/rel`` when it, or a folder on the way to it, is a symlink."""
+    path = folder
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise UnsupportedHarborTask(
+                f"{folder.name}: {rel} is (or lies under) a symlink, which could pull host files "
+                "into the task"
+            )
+
+
+def _tests_files(tests: Path, name: str) -> list[tuple[str, bool]]:
+    """(relative path, is a directory) of everything in ``tests/``, checked: no symlinks,
+    only regular files and directories, at most :data:`MAX_TESTS_BYTES`."""
+    if tests.is_symlink() or not tests.is_dir():
+        raise UnsupportedHarborTask(f"{name}: tests/ is not a folder (a symlink is not followed)")
+    out, total = [], 0
+    for path in sorted(walk_tree(tests)):
+        rel = os.path.relpath(path, tests)
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsupportedHarborTask(
+                f"{name}: tests/{rel} is a symlink, which could pull host files into the verdict"
+            )
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise UnsupportedHarborTask(f"{name}: tests/{rel} is not a regular file")
+        total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+        if total > MAX_TESTS_BYTES:
+            raise UnsupportedHarborTask(f"{name}: tests/ is larger than {MAX_TESTS_BYTES >> 20} MB")
+        out.append((rel, stat.S_ISDIR(st.st_mode)))
+    return out
+
+
+def _copy_tests(tests: Path, dest: Path, name: str) -> None:
+    """Copy ``tests/`` without following symlinks (each file opened with ``O_NOFOLLOW``)."""
+    dest.mkdir(parents=True)
+    for rel, is_dir in _tests_files(tests, name):
+        target = dest / rel
+        if is_dir:
+            target.mkdir(mode=0o755, exist_ok=True)
+            continue
+        fd = os.open(tests / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise UnsupportedHarborTask(f"{name}: tests/{rel} is not a regular file")
+            target.write_bytes(f.read(MAX_TESTS_BYTES + 1))
+            mode = os.fstat(f.fileno()).st_mode
+        os.chmod(target, 0o755 if mode & 0o111 else 0o644)
 
 
 def _description(config: dict[str, Any], folder: Path) -> str:

@@ -37,10 +37,12 @@ import hashlib
 import hmac
 import json
 import os
+import resource
 import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -455,14 +457,6 @@ def _memory_cgroup_parents() -> list[tuple[str, int]]:
     return out
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
 class Sandbox:
     """The sandbox of one episode: its directory on the host and the runner inside bwrap.
 
@@ -509,9 +503,11 @@ class Sandbox:
         if self.uid is not None:
             for base in (self.app, self.home, *writable):
                 os.chown(base, self.uid, self.uid)
-                for dirpath, dirnames, filenames in os.walk(base):
-                    for name in dirnames + filenames:
-                        os.lchown(os.path.join(dirpath, name), self.uid, self.uid)
+                for path in walk_tree(base):
+                    try:
+                        os.lchown(path, self.uid, self.uid)
+                    except OSError:  # vanished, or a path too long to name: left as it is
+                        pass
 
     def start(self) -> None:
         """Start bwrap with the runner as the sandbox's PID 1 (nothing if it already runs).
@@ -790,13 +786,13 @@ class Sandbox:
     def disk_usage(self) -> list[tuple[int, str]]:
         files = []
         for base in (self.app, self.home):
-            for dirpath, _, filenames in os.walk(base):
-                for name in filenames:
-                    path = os.path.join(dirpath, name)
-                    try:
-                        files.append((os.lstat(path).st_size, path))
-                    except OSError:
-                        pass
+            for path in walk_tree(base):
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    files.append((st.st_size, path))
         return files
 
     def enforce_quota(self) -> list[str]:
@@ -814,6 +810,110 @@ class Sandbox:
             total -= size
             removed.append(os.path.relpath(path, self.root))
         return removed
+
+    # -- the verifier: a fresh one-shot sandbox, after the agent -------------------------------
+
+    def stop_agent(self, wait: float = 5.0) -> None:
+        """Kill every process of the agent's sandbox and wait until they are gone.
+
+        The runner's PID namespace dies with its init; that init turns into a zombie only
+        after the kernel has killed and reaped every other process of the namespace, so
+        waiting for it means no agent process still runs (or writes) when this returns.
+        """
+        inits = _children(self.pid) if self.alive and self.pid is not None else []
+        self.close()
+        deadline = time.monotonic() + wait
+        for pid in inits:
+            while _running(pid) and time.monotonic() < deadline:
+                time.sleep(0.002)
+
+    def run_verifier(
+        self,
+        command: str,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        binds: tuple[tuple[Path, str, bool], ...] = (),
+        app_writable: bool = False,
+        cwd: str = APP,
+    ) -> CommandResult:
+        """Run a verifier's ``command`` in a fresh one-shot sandbox the agent never shaped.
+
+        Every agent process is killed first (:meth:`stop_agent`); the command then runs in a
+        new ``bwrap`` (not through the agent's runner, whose output the agent may reach) with
+        ``bash --noprofile --norc`` in ``cwd``, ``/app`` read-only (writable only with
+        ``app_writable``), the agent's home not mounted (``$HOME`` is an empty directory in
+        a private ``/tmp``), the fixed :data:`VERIFIER_ENV` (plus ``env``) and the episode's
+        limits. ``binds`` adds (host directory, sandbox path, writable) mounts.
+        """
+        timeout = self.limits.timeout if timeout is None else timeout
+        self.stop_agent()
+        lim = self.limits
+        for host, _, writable in binds:
+            if writable and self.uid is not None:
+                os.chown(host, self.uid, self.uid)
+                for path in walk_tree(host):
+                    os.lchown(path, self.uid, self.uid)
+        args = _bwrap_base(self.uid, lim.tmp_size)
+        args += ["--bind" if app_writable else "--ro-bind", str(self.app), APP]
+        for host, target, writable in binds:
+            args += ["--bind" if writable else "--ro-bind", str(host), target]
+        args += ["--dir", VERIFIER_ENV["HOME"], "--chdir", cwd]
+        for key, value in {**VERIFIER_ENV, **(env or {})}.items():
+            args += ["--setenv", key, value]
+        args += ["--remount-ro", "/"]
+        shell = ["--", "/bin/bash", "--noprofile", "--norc", "-c", command]
+        rlimits = {
+            "RLIMIT_CPU": lim.cpu_seconds,
+            "RLIMIT_AS": lim.address_space,
+            "RLIMIT_FSIZE": lim.file_size,
+            "RLIMIT_CORE": 0,
+            "RLIMIT_NPROC": self._nproc_limit(),
+        }
+        start = time.monotonic()
+        timed_out = False
+        # The options (host paths among them) go through a memfd (`--args`), not the command
+        # line, and bwrap starts with an empty environment: its init is the sandbox's /proc/1,
+        # which the checked code can read.
+        argfd = os.memfd_create("hg-verifier-args")
+        os.write(argfd, b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in args[1:]))
+        os.lseek(argfd, 0, os.SEEK_SET)
+        bwrap = shutil.which("bwrap") or "bwrap"
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(
+                    [bwrap, "--args", str(argfd), *shell],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env={},
+                    pass_fds=(argfd,),
+                    start_new_session=True,
+                    preexec_fn=lambda: _set_rlimits(rlimits),
+                    **_as_user(self.uid),
+                )
+            finally:
+                os.close(argfd)
+            try:
+                code: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out, code = True, None
+                _kill([proc])
+            stdout, stdout_total = _head_tail(out, lim.head_bytes, lim.tail_bytes)
+            stderr, stderr_total = _head_tail(err, lim.head_bytes, lim.tail_bytes)
+        return CommandResult(
+            command=command,
+            stdout=stdout.decode("utf-8", "replace"),
+            stderr=stderr.decode("utf-8", "replace"),
+            exit_code=code,
+            cwd=cwd,
+            stdout_omitted=stdout_total - len(stdout),
+            stderr_omitted=stderr_total - len(stderr),
+            stdout_bytes=stdout_total,
+            stderr_bytes=stderr_total,
+            timed_out=timed_out,
+            signal=_signal_name(code),
+            seconds=time.monotonic() - start,
+        )
 
 
 def _mac(key: bytes, kind: bytes, body: bytes) -> bytes:
@@ -854,9 +954,207 @@ def _kill(holder: list[Any]) -> None:
                 pass
 
 
-def make_episode_dir(prefix: str = "hg-term-") -> Path:
-    """A fresh host directory for one episode (``app`` and ``home`` inside)."""
+#: The verifier's whole environment: nothing of the agent's shell, home or git config.
+VERIFIER_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+    "HOME": "/tmp/verifier-home",
+    "USER": "verifier",
+    "LOGNAME": "verifier",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "dumb",
+    "TMPDIR": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    # Like `git -c` for every git the verifier runs (a task's test.sh too): these win over
+    # the repository's own config, so no hook or fsmonitor of the agent's runs.
+    "GIT_CONFIG_COUNT": "4",
+    "GIT_CONFIG_KEY_0": "core.hooksPath",
+    "GIT_CONFIG_VALUE_0": "/dev/null",
+    "GIT_CONFIG_KEY_1": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_1": "false",
+    "GIT_CONFIG_KEY_2": "core.untrackedCache",
+    "GIT_CONFIG_VALUE_2": "false",
+    "GIT_CONFIG_KEY_3": "status.showUntrackedFiles",
+    "GIT_CONFIG_VALUE_3": "all",
+}
+#: The file in an episode directory (outside what the sandbox mounts) naming its owner process.
+OWNER_FILE = ".hg-owner"
+EPISODE_PREFIX = "hg-term-"
+
+
+def _set_rlimits(limits: dict[str, int]) -> None:
+    """In the child before exec: lower each limit (never above the hard limit it has)."""
+    for name, value in limits.items():
+        which = getattr(resource, name)
+        hard = resource.getrlimit(which)[1]
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+
+def _head_tail(f: Any, head: int, tail: int) -> tuple[bytes, int]:
+    """The first ``head`` and last ``tail`` bytes of a file written by a child, and its size."""
+    total = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    if total <= head + tail:
+        return f.read(), total
+    first = f.read(head)
+    f.seek(total - tail)
+    return first + f.read(tail), total
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return str(-code)
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (from /proc; scanning it where ``children`` is missing)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        pass
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not yet a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def walk_tree(root: str | os.PathLike[str]) -> list[str]:
+    """Every path under ``root`` (not ``root`` itself), iteratively: no symlink is followed,
+    any depth is fine, and entries that vanish or cannot be read are skipped."""
+    found: list[str] = []
+    stack = [os.fspath(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as entries:
+                for entry in entries:
+                    found.append(entry.path)
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                    except OSError:
+                        pass
+        except OSError:
+            continue
+    return found
+
+
+def remove_tree(path: str | os.PathLike[str]) -> bool:
+    """Remove ``path`` whatever the agent left there: any depth, FIFOs, symlinks (never
+    followed), directories without write or search permission. True when it is gone."""
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        return True
+    if os.path.islink(path) or not os.path.isdir(path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return not os.path.lexists(path)
+    for argv in (["rm", "-rf", "--", path], ["chmod", "-R", "u+rwX", "--", path], ["rm", "-rf", "--", path]):
+        if not os.path.lexists(path):
+            break
+        subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+    return not os.path.lexists(path)
+
+
+def copy_tree(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy a directory as it is (``cp -a``: symlinks as symlinks, FIFOs as FIFOs, modes kept,
+    any depth). Raises ``OSError`` saying what could not be copied."""
+    done = subprocess.run(
+        ["cp", "-a", "--no-target-directory", "--", os.fspath(src), os.fspath(dst)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise OSError(f"cannot copy {src}: {done.stderr.strip()[-500:]}")
+
+
+def _process_tag(pid: int) -> str | None:
+    """``"<pid> <start time>"``: names a process even after its pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f"{pid} {f.read().rpartition(')')[2].split()[19]}"
+    except (OSError, IndexError):
+        return None
+
+
+def owned_tempdir(prefix: str = EPISODE_PREFIX) -> Path:
+    """A fresh host temp directory whose :data:`OWNER_FILE` names this process; stale ones
+    (their owner gone, e.g. a killed harness) are removed first."""
+    remove_stale_episode_dirs()
     root = Path(tempfile.mkdtemp(prefix=prefix))
+    (root / OWNER_FILE).write_text(_process_tag(os.getpid()) or "")
+    return root
+
+
+def remove_stale_episode_dirs(base: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove this user's episode and snapshot directories whose owner process is gone."""
+    base = os.fspath(base or tempfile.gettempdir())
+    removed = []
+    try:
+        with os.scandir(base) as entries:
+            candidates = [
+                e.path
+                for e in entries
+                if e.name.startswith(EPISODE_PREFIX)
+                and e.is_dir(follow_symlinks=False)
+                and e.stat(follow_symlinks=False).st_uid == os.geteuid()
+            ]
+    except OSError:
+        return removed
+    for path in candidates:
+        try:
+            fd = os.open(os.path.join(path, OWNER_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd) as f:
+                tag = f.read(100).strip()
+        except OSError:
+            continue  # no owner file: being created now, or not ours to judge
+        pid = tag.split()[0] if tag else ""
+        if pid.isdigit() and _process_tag(int(pid)) == tag:
+            continue
+        if remove_tree(path):
+            removed.append(path)
+    return removed
+
+
+def make_episode_dir(prefix: str = EPISODE_PREFIX) -> Path:
+    """A fresh host directory for one episode (``app`` and ``home`` inside)."""
+    root = owned_tempdir(prefix)
     os.chmod(root, 0o755)
     (root / "app").mkdir()
     (root / "home").mkdir()
@@ -864,4 +1162,5 @@ def make_episode_dir(prefix: str = "hg-term-") -> Path:
 
 
 def remove_episode_dir(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+    """Remove an episode directory completely, whatever the agent left in it (never raises)."""
+    remove_tree(root)

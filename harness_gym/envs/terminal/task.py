@@ -3,7 +3,10 @@
 A terminal task builds an instance from a seeded generator (:meth:`TerminalTask.build`
 returns the files to write into ``/app`` and may ask for set-up commands that run in the
 sandbox, e.g. ``git init``), gives an instruction, and judges success by the final state of
-the working directory (:meth:`TerminalTask.verify`), never by the transcript. Its oracle is a
+the working directory (:meth:`TerminalTask.verify`), never by the transcript. At ``submit``
+every agent process is killed first; checks that run commands (:meth:`TerminalTask.sh`,
+:meth:`~TerminalTask.sh_many`, :meth:`~TerminalTask.python_check`) run in a fresh verifier
+sandbox the agent never shaped, and compare values, never success messages. Its oracle is a
 scripted shell solution (:meth:`TerminalTask.solution`), run with one ``run`` action and
 followed by ``submit``. The canonical actions are ``run(command)``, ``read_file(path)``,
 ``write_file(path, content)`` and ``submit()``.
@@ -14,11 +17,13 @@ terminal harness decides how it is shown, see :mod:`harness_gym.envs.terminal.op
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import pickle
-import shutil
-import tempfile
+import secrets
+import shlex
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,8 +35,11 @@ from harness_gym.envs.terminal.sandbox import (
     CommandResult,
     Sandbox,
     SandboxLimits,
+    copy_tree,
     make_episode_dir,
+    owned_tempdir,
     remove_episode_dir,
+    remove_tree,
     require_bwrap,
 )
 
@@ -87,6 +95,8 @@ class TerminalTask(Task):
         self.oracle_done = False
         self.history: list[dict[str, Any]] = []
         self.verdict = ""
+        #: What set-up made that the verifier compares against (e.g. commit ids); not in state().
+        self.baseline: dict[str, Any] = {}
 
     # -- to implement ----------------------------------------------------------------------
 
@@ -140,9 +150,86 @@ class TerminalTask(Task):
         return None
 
     def sh(self, command: str, timeout: float | None = None) -> CommandResult:
-        """Run a checking command in the sandbox (fresh shell), e.g. ``git log`` for a verifier."""
+        """Run a checking command for a verifier, e.g. ``git cat-file``: in a fresh one-shot
+        sandbox after every agent process is killed, with a home, environment and git config
+        the agent never touched, and /app read-only (see :meth:`Sandbox.run_verifier`)."""
         assert self._sandbox is not None
-        return self._sandbox.run(command, persistent=False, timeout=timeout)
+        return self._sandbox.run_verifier(command, timeout=timeout)
+
+    def sh_many(
+        self, commands: list[str], stdin: list[str] | None = None, timeout: float = 5
+    ) -> list[tuple[int | None, str]]:
+        """Run several checking commands in one verifier sandbox: ``(exit code, stdout)`` each.
+
+        Each command gets its stdin (``stdin[i]``, default empty), ``timeout`` seconds, its
+        stdout captured to a file, and after it every process it left is killed
+        (``kill -9 -1``) before the next starts; the outputs are reported once all have run.
+        A missing or garbled report reads as ``(None, "")``.
+        """
+        tag = "HG-CASE-" + secrets.token_hex(8)
+        lines = ["cd /tmp"]
+        for i, command in enumerate(commands):
+            data = base64.b64encode((stdin[i] if stdin else "").encode()).decode()
+            lines += [
+                f"printf %s {data} | base64 -d > /tmp/hg-in-{i}",
+                f"timeout -s KILL {timeout:g} /bin/bash --noprofile --norc -c {shlex.quote(command)} "
+                f"< /tmp/hg-in-{i} > /tmp/hg-out-{i} 2>/dev/null; echo $? > /tmp/hg-rc-{i}",
+                "kill -9 -1 2>/dev/null",
+            ]
+        lines += [
+            f'printf "%s %s %s\\n" {tag}-{i} "$(cat /tmp/hg-rc-{i})" "$(base64 -w0 < /tmp/hg-out-{i})"'
+            for i in range(len(commands))
+        ]
+        res = self.sh("\n".join(lines), timeout=timeout * len(commands) + 10)
+        reports: dict[str, list[str]] = {}
+        for line in res.stdout.splitlines():
+            if line.startswith(tag):
+                key, _, rest = line.partition(" ")
+                reports.setdefault(key, []).append(rest)
+        out: list[tuple[int | None, str]] = []
+        for i in range(len(commands)):
+            found = reports.get(f"{tag}-{i}", [])
+            try:
+                code, _, data = found[0].partition(" ") if len(found) == 1 else ("", "", "")
+                out.append((int(code), base64.b64decode(data, validate=True).decode("utf-8", "replace")))
+            except ValueError:
+                out.append((None, ""))
+        return out
+
+    def python_check(self, code: str, payload: Any, timeout: float = 10) -> tuple[Any, str]:
+        """Run ``code`` in the verifier sandbox's isolated Python and return what it reports.
+
+        ``code`` sees ``payload`` (JSON-decoded) as ``PAYLOAD`` and assigns its answer to
+        ``RESULT`` (JSON-encodable). It runs with ``python3 -I -S`` from ``/tmp``: no site or
+        user customization, no ``PYTHONPATH``, and ``/app`` appended after the standard library,
+        so that nothing in /app shadows a module the check imports. Whatever the agent's code
+        prints, only the values count: the caller compares them with answers computed on the
+        host. Returns ``(RESULT, "")`` or ``(None, why)``.
+        """
+        tag = "HG-RESULT-" + secrets.token_hex(8)
+        program = (
+            "import json, sys\nsys.path.append('/app')\n"
+            f"PAYLOAD = json.loads({json.dumps(json.dumps(payload))})\n{code}\n"
+            f"sys.stdout.write('\\n{tag}' + json.dumps(RESULT) + '\\n')\n"
+        )
+        quoted = "'" + program.replace("'", "'\\''") + "'"
+        res = self.sh(f"cd /tmp && python3 -I -S -B -c {quoted}", timeout=timeout)
+        lines = [line for line in res.stdout.splitlines() if line.startswith(tag)]
+        if res.exit_code != 0 or len(lines) != 1:
+            output = (res.stdout + res.stderr)[-300:]
+            return None, f"the check did not finish (exit {res.exit_code}): {output}"
+        try:
+            return json.loads(lines[0][len(tag) :]), ""
+        except ValueError:
+            return None, "the check's answer is not JSON"
+
+    @staticmethod
+    def verify_rng() -> np.random.Generator:
+        """Fresh randomness drawn at verify time: inputs no agent can have seen or memorized."""
+        return np.random.default_rng(secrets.randbits(128))
+
+    def after_setup(self) -> None:
+        """Record what set-up made that the verifier needs (``self.baseline``); default none."""
 
     # -- Task API --------------------------------------------------------------------------
 
@@ -166,6 +253,7 @@ class TerminalTask(Task):
             res = self._sandbox.run(command, persistent=False, timeout=30)
             if res.exit_code != 0:
                 raise RuntimeError(f"{self.task_id}: set-up command failed: {command!r}: {res.stderr}")
+        self.after_setup()
 
     def fields(self) -> dict[str, Any]:
         return {"instruction": self.instruction, "result": dict(self.last) if self.last else {}}
@@ -189,7 +277,11 @@ class TerminalTask(Task):
         assert self._sandbox is not None
         record: dict[str, Any] = {"action": action.name}
         if action.name == "run":
-            res = self._sandbox.run(action["command"], persistent=self.shell == "persistent")
+            try:
+                res = self._sandbox.run(action["command"], persistent=self.shell == "persistent")
+            except (OSError, RecursionError) as err:  # what the agent left broke a host-side step
+                res = CommandResult(action["command"], "", f"host error: {type(err).__name__}: {err}", None)
+                record["host_error"] = f"{type(err).__name__}: {err}"
             notes = []
             if res.timed_out:
                 notes.append(f"the command timed out after {self.limits.timeout:g} s and was killed")
@@ -229,7 +321,10 @@ class TerminalTask(Task):
             self.last = {"kind": "write_file", "ok": bool(reply.get("ok")), "text": text}
             record.update(path=action["path"], ok=bool(reply.get("ok")))
         else:
-            self._sandbox.reset_shell()  # nothing of the agent's runs while the state is checked
+            try:  # nothing of the agent's runs (or writes) while the state is checked
+                self._sandbox.stop_agent()
+            except OSError:
+                pass
             try:
                 ok, why = self.verify()
             except Exception as err:  # noqa: BLE001 - a broken state is a failed check, never a crash
@@ -266,9 +361,13 @@ class TerminalTask(Task):
 
     def snapshot(self) -> Any:
         plain = {k: v for k, v in self.__dict__.items() if k not in ("_sandbox", "_root")}
-        tmp = Path(tempfile.mkdtemp(prefix="hg-term-snap-"))
+        tmp = owned_tempdir(prefix="hg-term-snap-")
         if self._root is not None:
-            shutil.copytree(self._root / "app", tmp / "app", symlinks=True)
+            try:  # as it is: FIFOs, symlinks (never followed), modes, any depth
+                copy_tree(self._root / "app", tmp / "app")
+            except OSError:
+                remove_tree(tmp)
+                raise
         return pickle.dumps(plain), tmp
 
     def restore(self, snapshot: Any) -> None:
@@ -277,14 +376,14 @@ class TerminalTask(Task):
         if self._root is not None and self._sandbox is not None:
             self._sandbox.reset_shell()
             # In place: the sandbox has this very directory bind-mounted as /app.
-            for child in list(self.app.iterdir()):
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child, ignore_errors=True)
-                else:
-                    child.unlink(missing_ok=True)
-            shutil.copytree(tmp / "app", self.app, symlinks=True, dirs_exist_ok=True)
+            os.chmod(self.app, 0o755)
+            with os.scandir(self.app) as entries:
+                children = [e.path for e in entries]
+            for child in children:
+                remove_tree(child)
+            copy_tree(tmp / "app", self.app)
             self._sandbox.prepare()
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
 
     def close(self) -> None:
         """Kill the sandbox and remove the episode directory."""

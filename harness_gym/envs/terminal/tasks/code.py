@@ -3,8 +3,10 @@ script with a specified command-line and stdin interface."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +76,7 @@ class TermFixUnittest(TerminalTask):
             "bug": bug,
             "fixed": '"""Inventory helpers."""\n\n\n' + fixed,
             "test_sha": hashlib.sha256(test.encode()).hexdigest(),
+            "case": [items, threshold, target, add],
         }
         self.instruction = (
             "The unittest suite of the package in /app fails: run it with `python3 -m unittest` "
@@ -84,13 +87,54 @@ class TermFixUnittest(TerminalTask):
     def solution(self) -> str:
         return f"cd /app && cat > inventory/core.py <<'EOF'\n{self.params['fixed']}EOF"
 
+    #: Calls the package's functions on the cases; the host compares the values.
+    CHECK = (
+        "from inventory.core import low_stock, restock, total_value\n"
+        "FUNCTIONS = {'total_value': total_value, 'low_stock': low_stock, 'restock': restock}\n"
+        "RESULT = []\n"
+        "for name, args in PAYLOAD:\n"
+        "    try:\n"
+        "        RESULT.append([True, FUNCTIONS[name](*args)])\n"
+        "    except Exception as err:\n"
+        "        RESULT.append([False, type(err).__name__])\n"
+    )
+
+    def cases(self, rng: np.random.Generator) -> list[tuple[str, list[Any]]]:
+        """The suite's own calls plus fresh ones drawn at verify time."""
+        setups = [self.params["case"]]
+        for _ in range(3):
+            names = pick(rng, WORDS, int(rng.integers(3, 7)))
+            items = [
+                {"name": n, "qty": int(rng.integers(1, 20)), "price": int(rng.integers(2, 50))} for n in names
+            ]
+            pick_one = items[int(rng.integers(0, len(items)))]
+            setups.append([items, pick_one["qty"], pick_one["name"], int(rng.integers(1, 10))])
+        out: list[tuple[str, list[Any]]] = []
+        for items, threshold, target, add in setups:
+            out += [
+                ("total_value", [items]),
+                ("low_stock", [items, threshold]),
+                ("restock", [items, target, add]),
+            ]
+        return out
+
     def verify(self) -> tuple[bool, str]:
         test = self.read("tests/test_core.py")
         if test is None or hashlib.sha256(test.encode()).hexdigest() != self.params["test_sha"]:
             return False, "the tests were changed"
-        res = self.sh("cd /app && python3 -m unittest 2>&1", timeout=10)
-        ok = res.exit_code == 0 and "Ran 3 tests" in res.stdout and res.stdout.rstrip().endswith("OK")
-        return ok, "" if ok else f"the tests fail: {res.stdout[-300:]}"
+        cases = self.cases(self.verify_rng())
+        got, why = self.python_check(self.CHECK, cases)
+        if got is None:
+            return False, f"the tests fail: {why}"
+        reference: dict[str, Any] = {}
+        exec(self.params["fixed"], reference)  # noqa: S102 - the task's own correct source
+        for (name, args), answer in zip(cases, got if isinstance(got, list) else [], strict=False):
+            want = reference[name](*copy.deepcopy(args))
+            if answer != [True, want]:
+                return False, f"the tests fail: {name}{tuple(args)!r} gave {answer!r}, expected {want!r}"
+        if not isinstance(got, list) or len(got) != len(cases):
+            return False, "the tests fail: not every case was answered"
+        return True, ""
 
 
 class TermWordFreq(TerminalTask):
@@ -103,14 +147,7 @@ class TermWordFreq(TerminalTask):
     def build(self, rng: np.random.Generator) -> None:
         fmt = sorted(self.FORMATS)[int(rng.integers(0, len(self.FORMATS)))]
         vocab = pick(rng, WORDS, 8)
-        cases = []
-        for _ in range(3):
-            n = int(rng.integers(1, 5))
-            words = [vocab[int(i)] for i in rng.integers(0, len(vocab), size=int(rng.integers(10, 30)))]
-            # Mixed case and punctuation: words are maximal runs of letters, compared lowercased.
-            text = " ".join(w.upper() if rng.random() < 0.2 else w for w in words)
-            text = text.replace(" ", ", ", 2) + ".\n"
-            cases.append((n, text))
+        cases = [self.make_case(rng, vocab) for _ in range(3)]
         self.files = {"sample.txt": cases[0][1]}
         self.params = {"format": fmt, "cases": cases}
         self.instruction = (
@@ -119,6 +156,14 @@ class TermWordFreq(TerminalTask):
             "(print them lowercase). Print the N most frequent words, most frequent first, ties "
             f"broken alphabetically, one per line as `{fmt}` (e.g. `/app/wordfreq 3 < sample.txt`)."
         )
+
+    @staticmethod
+    def make_case(rng: np.random.Generator, vocab: list[str]) -> tuple[int, str]:
+        n = int(rng.integers(1, 5))
+        words = [vocab[int(i)] for i in rng.integers(0, len(vocab), size=int(rng.integers(10, 30)))]
+        # Mixed case and punctuation: words are maximal runs of letters, compared lowercased.
+        text = " ".join(w.upper() if rng.random() < 0.2 else w for w in words)
+        return n, text.replace(" ", ", ", 2) + ".\n"
 
     def expected(self, n: int, text: str) -> str:
         import re
@@ -138,9 +183,12 @@ class TermWordFreq(TerminalTask):
         )
 
     def verify(self) -> tuple[bool, str]:
-        for n, text in self.params["cases"]:
-            res = self.sh(f"/app/wordfreq {n} <<'EOF'\n{text}EOF", timeout=5)
+        rng = self.verify_rng()
+        fresh = [self.make_case(rng, pick(rng, WORDS, 8)) for _ in range(2)]
+        cases = [*self.params["cases"], *fresh]
+        runs = self.sh_many([f"/app/wordfreq {n}" for n, _ in cases], stdin=[text for _, text in cases])
+        for (n, text), (code, stdout) in zip(cases, runs, strict=True):
             want = self.expected(n, text)
-            if res.exit_code != 0 or res.stdout != want:
-                return False, f"/app/wordfreq {n} printed {res.stdout[:200]!r}, expected {want!r}"
+            if code != 0 or stdout != want:
+                return False, f"/app/wordfreq {n} printed {stdout[:200]!r} (exit {code}), expected {want!r}"
         return True, ""

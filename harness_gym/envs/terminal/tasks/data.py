@@ -258,15 +258,26 @@ class TermSqliteUpdate(TerminalTask):
             f"WHERE category = '{p['category']}'; DELETE FROM products WHERE stock = 0;\""
         )
 
+    #: Reads the table from a copy of the database in the verifier's isolated Python.
+    CHECK = (
+        "import shutil, sqlite3\n"
+        "shutil.copyfile('/app/store.db', '/tmp/store.db')\n"
+        "con = sqlite3.connect('/tmp/store.db')\n"
+        "kind = con.execute(\"SELECT type FROM sqlite_master WHERE name = 'products'\").fetchall()\n"
+        "cols = [r[1] for r in con.execute('PRAGMA table_info(products)')]\n"
+        "rows = con.execute('SELECT id, name, category, price, stock FROM main.products ORDER BY id')\n"
+        "rows = rows.fetchall()\n"
+        "RESULT = {'kind': kind, 'cols': cols, 'rows': rows}\n"
+    )
+
     def verify(self) -> tuple[bool, str]:
-        res = self.sh("cd /app && sqlite3 -json store.db 'SELECT * FROM products ORDER BY id'", timeout=10)
-        if res.exit_code != 0:
-            return False, f"cannot read store.db: {res.stderr[-200:]}"
-        try:
-            got = [tuple(r.values()) for r in json.loads(res.stdout or "[]")]
-        except ValueError:
-            return False, "cannot read the products table"
-        ok = got == [tuple(r) for r in self.params["expected"]]
+        """The rows of the table itself (not a view or anything in the agent's ~/.sqliterc)."""
+        got, why = self.python_check(self.CHECK, None)
+        if not isinstance(got, dict):
+            return False, f"cannot read store.db: {why}"
+        if got.get("kind") != [["table"]] or got.get("cols") != ["id", "name", "category", "price", "stock"]:
+            return False, f"products is no longer the original table (it is {got.get('kind')!r})"
+        ok = [tuple(r) for r in got.get("rows", [])] == [tuple(r) for r in self.params["expected"]]
         return ok, "" if ok else "the products table is not as expected"
 
 

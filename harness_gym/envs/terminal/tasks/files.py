@@ -11,6 +11,7 @@ import tarfile
 
 import numpy as np
 
+from harness_gym.envs.terminal.sandbox import walk_tree
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks.words import WORDS, pick
 
@@ -142,10 +143,13 @@ class TermWriteScript(TerminalTask):
 
     def verify(self) -> tuple[bool, str]:
         fn = {"sum": sum, "max": max, "min": min}[self.params["op"]]
-        for args in self.params["tests"]:
-            res = self.sh("/app/calc " + " ".join(str(a) for a in args), timeout=5)
-            if res.exit_code != 0 or res.stdout.strip() != str(fn(args)):
-                return False, f"/app/calc {args} printed {res.stdout.strip()!r} (exit {res.exit_code})"
+        rng = self.verify_rng()  # and inputs drawn now, which no agent can have memorized
+        fresh = [[int(x) for x in rng.integers(-50, 100, size=int(rng.integers(2, 6)))] for _ in range(2)]
+        cases = [*self.params["tests"], *fresh]
+        runs = self.sh_many(["/app/calc " + " ".join(str(a) for a in args) for args in cases])
+        for args, (code, stdout) in zip(cases, runs, strict=True):
+            if code != 0 or stdout.strip() != str(fn(args)):
+                return False, f"/app/calc {args} printed {stdout.strip()[:200]!r} (exit {code})"
         return True, ""
 
 
@@ -249,10 +253,17 @@ class TermCleanTempFiles(TerminalTask):
         if root.is_symlink() or not root.is_dir():
             return False, "/app/project is missing"
         found: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(root):
-            if not dirnames and not filenames and dirpath != str(root):
-                return False, f"{os.path.relpath(dirpath, self.app)} is an empty directory"
-            found.update(os.path.relpath(os.path.join(dirpath, f), self.app) for f in filenames)
+        parents: set[str] = set()
+        dirs: list[str] = []
+        for path in walk_tree(root):  # iterative, never through a symlink
+            parents.add(os.path.dirname(path))
+            if os.path.isdir(path) and not os.path.islink(path):
+                dirs.append(path)
+            else:
+                found.add(os.path.relpath(path, self.app))
+        for path in dirs:
+            if path not in parents:
+                return False, f"{os.path.relpath(path, self.app)} is an empty directory"
         if found != set(self.params["keep"]):
             extra, missing = (
                 sorted(found - set(self.params["keep"])),

@@ -1,15 +1,24 @@
 """Git tasks and a bug fix: commit, branch, revert, make a failing test pass.
 
-Set-up and checks that need ``git`` run inside the sandbox (a repository's config could
-otherwise run code on the host).
+Set-up and checks that need ``git`` run inside a sandbox (a repository's config could
+otherwise run code on the host). The checks trust nothing the agent could have configured:
+git runs in the verifier's sandbox (no agent home, ``GIT_CONFIG_GLOBAL=/dev/null``, no
+system config, replace refs off) with hooks and fsmonitor switched off on the command line,
+reads only content-addressed objects (``cat-file``, ``ls-tree``, ``rev-parse``), and
+compares what the commits hold, and what the working tree holds (hashed on the host, so no
+ignore rule, ``assume-unchanged`` bit or ``status.*`` setting can hide a file), with what
+the task asks, against the commit ids recorded right after set-up.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 
 import numpy as np
 
+from harness_gym.envs.terminal.sandbox import walk_tree
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks.words import WORDS, pick
 
@@ -19,10 +28,112 @@ GIT_INIT = (
 )
 
 
+#: git for checks: no hooks, no fsmonitor, no pager, the repository named explicitly.
+GIT = (
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false "
+    "--no-pager --git-dir=/app/.git --work-tree=/app"
+)
+
+
+def blob_id(data: bytes) -> str:
+    """The git object id (SHA-1) of a blob holding ``data``."""
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()  # noqa: S324 - git's id
+
+
 class _GitTask(TerminalTask):
+    def prefetch(self, *args: str) -> None:
+        """Run these git commands in one verifier sandbox; :meth:`git` then answers them (until
+        the next prefetch: each verify starts with one, so no answer outlives its check)."""
+        runs = self.sh_many([f"{GIT} {a}" for a in args], timeout=10)
+        self._git_answers = {
+            a: (out if code == 0 else None) for a, (code, out) in zip(args, runs, strict=True)
+        }
+
     def git(self, args: str) -> str | None:
-        res = self.sh(f"git --no-pager {args}", timeout=10)
+        """stdout of ``git args`` (``None`` when it fails), prefetched or run now."""
+        answers = getattr(self, "_git_answers", {})
+        if args in answers:
+            return answers[args]
+        res = self.sh(f"{GIT} {args}", timeout=10)
         return res.stdout if res.exit_code == 0 else None
+
+    def after_setup(self) -> None:
+        """Record every ref's commit (the agent has not run anything yet)."""
+        assert self._sandbox is not None
+        res = self._sandbox.run(
+            "git for-each-ref --format='%(refname) %(objectname)' refs/heads && git rev-parse HEAD",
+            timeout=30,
+        )
+        *refs, head = res.stdout.splitlines() or [""]
+        self.baseline = dict(line.split(maxsplit=1) for line in refs)
+        self.baseline["HEAD"] = head.strip()
+
+    def commit(self, rev: str) -> tuple[list[str], str] | None:
+        """(parents, message) of commit ``rev``, read from the object itself."""
+        text = self.git(f"cat-file commit {rev}")
+        if text is None:
+            return None
+        head, _, message = text.partition("\n\n")
+        parents = [line.split()[1] for line in head.splitlines() if line.startswith("parent ")]
+        return parents, message
+
+    def on_main(self) -> bool:
+        ref = self.git("symbolic-ref -q HEAD")
+        return ref is not None and ref.strip() == "refs/heads/main"
+
+    def tree(self, rev: str) -> dict[str, str] | None:
+        """path -> blob id of every file in ``rev``'s tree."""
+        text = self.git(f"ls-tree -r -z --full-tree {rev}")
+        if text is None:
+            return None
+        out = {}
+        for entry in text.split("\0"):
+            if entry:
+                meta, _, path = entry.partition("\t")
+                out[path] = meta.split()[2]
+        return out
+
+    def worktree(self) -> dict[str, str]:
+        """path -> blob id of every file of /app outside .git, hashed on the host."""
+        out: dict[str, str] = {}
+        for path in walk_tree(self.app):
+            rel = os.path.relpath(path, self.app)
+            if rel == ".git" or rel.startswith(".git/"):
+                continue
+            try:
+                st = os.lstat(path)
+                if stat.S_ISDIR(st.st_mode):
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    out[rel] = blob_id(os.fsencode(os.readlink(path)))
+                elif stat.S_ISREG(st.st_mode):
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                    with os.fdopen(fd, "rb") as f:
+                        out[rel] = blob_id(f.read())
+                else:
+                    out[rel] = "not a file"
+            except OSError:
+                out[rel] = "unreadable"
+        return out
+
+    def same_tree(self, what: str, got: dict[str, str] | None, want: dict[str, str]) -> str:
+        """Why ``got`` is not ``want`` (empty when it is)."""
+        if got is None:
+            return f"{what} cannot be read"
+        wrong = sorted(p for p in set(got) | set(want) if got.get(p) != want.get(p))
+        return f"{what} differs from what was asked at {wrong[:5]}" if wrong else ""
+
+    def clean_at(self, rev: str) -> tuple[dict[str, str] | None, str]:
+        """The tree of ``rev``, and why the working tree is not exactly that tree."""
+        tree = self.tree(rev)
+        if tree is None:
+            return None, f"cannot read the tree of {rev}"
+        why = self.same_tree("the working tree", self.worktree(), tree)
+        return tree, ("the working tree is not clean: " + why) if why else ""
+
+
+def blobs(files: dict[str, str]) -> dict[str, str]:
+    return {path: blob_id(text.encode()) for path, text in files.items()}
 
 
 class TermGitCommit(_GitTask):
@@ -34,7 +145,8 @@ class TermGitCommit(_GitTask):
         self.files = {f"{w}.txt": f"{w} v1\n" for w in words[:3]}
         message = f"update {words[0]} and add {words[3]}"
         self.setup = [GIT_INIT, f"echo '{words[0]} v2' > {words[0]}.txt && echo new > {words[3]}.txt"]
-        self.params = {"message": message}
+        tree = {**self.files, f"{words[0]}.txt": f"{words[0]} v2\n", f"{words[3]}.txt": "new\n"}
+        self.params = {"message": message, "tree": tree}
         self.instruction = (
             f"/app is a git repository with uncommitted changes (one modified file, one new file). "
             f"Commit all of them in one commit with the message '{message}'. The working tree must end clean."
@@ -44,18 +156,19 @@ class TermGitCommit(_GitTask):
         return f"cd /app && git add -A && git commit -qm '{self.params['message']}'"
 
     def verify(self) -> tuple[bool, str]:
-        subject = self.git("log -1 --format=%s")
-        status = self.git("status --porcelain")
-        count = self.git("rev-list --count HEAD")
-        if subject is None or status is None or count is None:
+        self.prefetch("cat-file commit HEAD", "ls-tree -r -z --full-tree HEAD")
+        head = self.commit("HEAD")
+        if head is None:
             return False, "not a git repository"
-        if subject.strip() != self.params["message"]:
-            return False, f"last commit message is {subject.strip()!r}"
-        if status.strip():
-            return False, "the working tree is not clean"
-        if count.strip() != "2":
-            return False, "expected exactly one new commit"
-        return True, ""
+        parents, message = head
+        if message.strip() != self.params["message"]:
+            return False, f"last commit message is {message.strip()[:100]!r}"
+        if parents != [self.baseline["HEAD"]]:
+            return False, "expected exactly one new commit on top of the initial one"
+        why = self.same_tree("the new commit", self.tree("HEAD"), blobs(self.params["tree"]))
+        if why:
+            return False, why
+        return False if (why := self.clean_at("HEAD")[1]) else True, why
 
 
 class TermGitBranch(_GitTask):
@@ -83,15 +196,23 @@ class TermGitBranch(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
-        head = self.git("rev-parse --abbrev-ref HEAD")
-        if head is None or head.strip() != "main":
-            return False, f"HEAD is {head!r}, not main"
-        shown = self.git(f"show {p['branch']}:{p['file']}")
-        if shown is None or shown.strip() != p["file"].removesuffix(".txt"):
-            return False, f"{p['file']} is not committed on {p['branch']}"
-        main_count = self.git("rev-list --count main")
-        if main_count is None or main_count.strip() != "1":
+        self.prefetch(
+            "symbolic-ref -q HEAD",
+            "rev-parse --verify --quiet refs/heads/main",
+            f"ls-tree -r -z --full-tree refs/heads/{p['branch']}",
+            f"merge-base --is-ancestor refs/heads/main refs/heads/{p['branch']}",
+        )
+        if not self.on_main():
+            return False, "HEAD is not main"
+        main = self.git("rev-parse --verify --quiet refs/heads/main")
+        if main is None or main.strip() != self.baseline["refs/heads/main"]:
             return False, "main changed"
+        tree = self.tree(f"refs/heads/{p['branch']}")
+        name = p["file"].removesuffix(".txt")
+        if tree is None or tree.get(p["file"]) not in (blob_id(name.encode()), blob_id(f"{name}\n".encode())):
+            return False, f"{p['file']} is not committed on {p['branch']}"
+        if self.git(f"merge-base --is-ancestor refs/heads/main refs/heads/{p['branch']}") is None:
+            return False, f"{p['branch']} does not start from main"
         return True, ""
 
 
@@ -118,17 +239,18 @@ class TermGitRevert(_GitTask):
         return "cd /app && git revert --no-edit HEAD >/dev/null"
 
     def verify(self) -> tuple[bool, str]:
-        count = self.git("rev-list --count HEAD")
-        status = self.git("status --porcelain")
-        if count is None or status is None:
+        self.prefetch("cat-file commit HEAD", "ls-tree -r -z --full-tree HEAD")
+        head = self.commit("HEAD")
+        if head is None:
             return False, "not a git repository"
-        if count.strip() != "4":
-            return False, f"expected 4 commits (history kept plus a revert), found {count.strip()}"
-        if status.strip():
-            return False, "the working tree is not clean"
-        if self.read("config.ini") != self.params["expected"]:
-            return False, "config.ini is not as before the bad commit"
-        return True, ""
+        if head[0] != [self.baseline["HEAD"]]:
+            return False, "expected one new commit on top of the bad one (history kept plus a revert)"
+        why = self.same_tree(
+            "the revert commit", self.tree("HEAD"), blobs({"config.ini": self.params["expected"]})
+        )
+        if why:
+            return False, why + " (config.ini is not as before the bad commit)"
+        return False if (why := self.clean_at("HEAD")[1]) else True, why
 
 
 class TermFixBug(TerminalTask):
@@ -165,7 +287,12 @@ class TermFixBug(TerminalTask):
             c += 1
         test = f"from mathlib import {name}\n\n{check.format(a=a, b=b, c=c)}\nprint('ok')\n"
         self.files = {"mathlib.py": buggy, "test_mathlib.py": test}
-        self.params = {"name": name, "fixed": fixed, "test_sha": hashlib.sha256(test.encode()).hexdigest()}
+        self.params = {
+            "name": name,
+            "fixed": fixed,
+            "test_sha": hashlib.sha256(test.encode()).hexdigest(),
+            "args": [a, b, c],
+        }
         self.instruction = (
             "The test /app/test_mathlib.py fails (run it with `python3 test_mathlib.py` in /app). "
             "Fix the bug in /app/mathlib.py so that it passes. Do not change the test."
@@ -175,12 +302,28 @@ class TermFixBug(TerminalTask):
         return f"cd /app && cat > mathlib.py <<'EOF'\n{self.params['fixed']}EOF"
 
     def verify(self) -> tuple[bool, str]:
+        """The test's own call and fresh ones drawn now, run in the verifier's isolated Python;
+        the values are compared here (a module that prints "ok" and exits proves nothing)."""
         test = self.read("test_mathlib.py")
         if test is None or hashlib.sha256(test.encode()).hexdigest() != self.params["test_sha"]:
             return False, "the test was changed"
-        res = self.sh("cd /app && python3 test_mathlib.py", timeout=10)
-        ok = res.exit_code == 0 and res.stdout.strip().endswith("ok")
-        return ok, "" if ok else f"the test fails: {res.stderr[-300:]}"
+        rng = self.verify_rng()
+        cases = [self.params["args"], *([int(x) for x in rng.integers(1, 100, size=3)] for _ in range(4))]
+        name = self.params["name"]
+        check = (
+            f"from mathlib import {name}\nRESULT = []\nfor xs in PAYLOAD:\n    try:\n"
+            f"        RESULT.append([True, {name}(xs)])\n    except Exception as err:\n"
+            "        RESULT.append([False, type(err).__name__])\n"
+        )
+        got, why = self.python_check(check, cases)
+        if not isinstance(got, list) or len(got) != len(cases):
+            return False, f"the test fails: {why or 'not every case was answered'}"
+        reference: dict = {}
+        exec(self.params["fixed"], reference)  # noqa: S102 - the task's own correct source
+        for xs, answer in zip(cases, got, strict=True):
+            if answer != [True, reference[name](list(xs))]:
+                return False, f"the test fails: {name}({xs}) gave {answer!r}"
+        return True, ""
 
 
 class TermGitMergeConflict(_GitTask):
@@ -210,6 +353,7 @@ class TermGitMergeConflict(_GitTask):
             "side": side,
             "expected": conf.replace(f"{key} = {w[1]}", f"{key} = {kept}"),
             "extra": f"{w[2]}.md",
+            "extra_text": f"{w[2]} notes\n",
         }
         which = "main's value" if side == "main" else f"the value from {branch}"
         self.instruction = (
@@ -229,24 +373,25 @@ class TermGitMergeConflict(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
-        head = self.git("rev-parse --abbrev-ref HEAD")
-        parents = self.git("rev-list --parents -n 1 HEAD")
-        status = self.git("status --porcelain")
-        if head is None or parents is None or status is None:
+        self.prefetch(
+            "cat-file commit HEAD",
+            "symbolic-ref -q HEAD",
+            "ls-tree -r -z --full-tree HEAD",
+        )
+        head = self.commit("HEAD")
+        if head is None:
             return False, "not a git repository"
-        if head.strip() != "main":
-            return False, f"HEAD is {head.strip()!r}, not main"
-        if len(parents.split()) != 3:
+        if not self.on_main():
+            return False, "HEAD is not main"
+        if len(head[0]) != 2:
             return False, "HEAD is not a merge commit"
-        if self.sh(f"cd /app && git merge-base --is-ancestor {p['branch']} HEAD", timeout=10).exit_code:
-            return False, f"{p['branch']} is not merged into main"
-        if status.strip():
-            return False, "the working tree is not clean"
-        if self.read("settings.conf") != p["expected"]:
-            return False, "settings.conf is not resolved as asked"
-        if self.read(p["extra"]) is None:
-            return False, f"{p['extra']} from the branch is missing"
-        return True, ""
+        if head[0] != [self.baseline["refs/heads/main"], self.baseline[f"refs/heads/{p['branch']}"]]:
+            return False, f"HEAD is not a merge of main and {p['branch']}"
+        want = blobs({"settings.conf": p["expected"], p["extra"]: p["extra_text"]})
+        why = self.same_tree("the merge commit", self.tree("HEAD"), want)
+        if why:
+            return False, why + f" (settings.conf resolved as asked, {p['extra']} from the branch)"
+        return False if (why := self.clean_at("HEAD")[1]) else True, why
 
 
 class TermGitCherryPick(_GitTask):
@@ -283,24 +428,30 @@ class TermGitCherryPick(_GitTask):
 
     def verify(self) -> tuple[bool, str]:
         p = self.params
-        head = self.git("rev-parse --abbrev-ref HEAD")
-        subject = self.git("log -1 --format=%s")
-        count = self.git("rev-list --count HEAD")
-        status = self.git("status --porcelain")
-        if None in (head, subject, count, status):
+        main_sha, branch_sha = self.baseline["refs/heads/main"], self.baseline[f"refs/heads/{p['branch']}"]
+        self.prefetch(
+            "cat-file commit HEAD",
+            "symbolic-ref -q HEAD",
+            f"ls-tree -r -z --full-tree {main_sha}",
+            f"ls-tree -r -z --full-tree {branch_sha}",
+            "ls-tree -r -z --full-tree HEAD",
+        )
+        head = self.commit("HEAD")
+        if head is None:
             return False, "not a git repository"
-        if head.strip() != "main" or count.strip() != "2":
-            return (
-                False,
-                f"expected main with exactly one new commit (on {head.strip()}, {count.strip()} commits)",
-            )
-        if subject.strip() != f"add {p['picked']}":
-            return False, f"the new commit is {subject.strip()!r}"
-        if status.strip():
-            return False, "the working tree is not clean"
-        want = self.git(f"show {p['branch']}:{p['picked']}.txt")
-        if want is None or self.read(f"{p['picked']}.txt") != want:
-            return False, f"{p['picked']}.txt is not as on {p['branch']}"
-        if any(self.exists(f"{o}.txt") for o in p["others"]):
-            return False, "other commits of the branch were applied too"
-        return True, ""
+        parents, message = head
+        if not self.on_main() or parents != [self.baseline["refs/heads/main"]]:
+            return False, "expected main with exactly one new commit"
+        if message.strip() != f"add {p['picked']}":
+            return False, f"the new commit is {message.strip()[:100]!r}"
+        main, branch = (
+            self.tree(main_sha),
+            self.tree(branch_sha),
+        )
+        if main is None or branch is None:
+            return False, "the original commits are gone"
+        name = f"{p['picked']}.txt"
+        why = self.same_tree("the new commit", self.tree("HEAD"), {**main, name: branch[name]})
+        if why:
+            return False, why + f" ({name} as on {p['branch']}, and nothing else of it)"
+        return False if (why := self.clean_at("HEAD")[1]) else True, why

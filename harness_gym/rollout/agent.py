@@ -1,0 +1,20 @@
+"""The agent protocol every runner in harness-gym accepts.
+
+An agent is anything with ``reset(seed)`` and ``act(observation, info) -> str`` (the text it
+sends to ``env.step``). A batched agent may also have a static ``act_batch(agents,
+observations, infos)`` that :func:`~harness_gym.rollout.batched.run_batched` calls for all
+running episodes at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The agent protocol every runner in harness-gym accepts."""
+
+    def reset(self, seed: int | None = None) -> None: ...
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
