@@ -430,3 +430,13 @@ def run_as_unprivileged(uid: int, tests: list[str], timeout: float = 600) -> sub
         UNPRIVILEGED: str(uid),
     }
     return subprocess.run([*command, *tests], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_every_command_runs_under_its_limits(box: Sandbox) -> None:
+    """The runner carries the limits itself (CPU time is set on each command as it starts):
+    what a command sees, in a fresh and in the persistent shell."""
+    for persistent in (False, True):
+        res = box.run("ulimit -Ht; ulimit -St; ulimit -Hv; ulimit -Hf; ulimit -Hc", persistent=persistent)
+        cpu_hard, cpu_soft, address_kb, file_blocks, core = res.stdout.split()
+        assert (int(cpu_hard), int(cpu_soft), int(core)) == (LIMITS.cpu_seconds, LIMITS.cpu_seconds, 0)
+        assert int(address_kb) * 1024 == LIMITS.address_space and int(file_blocks) * 1024 == LIMITS.file_size
