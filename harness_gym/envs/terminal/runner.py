@@ -1,43 +1,83 @@
 """The process that runs inside the sandbox and executes the agent's commands.
 
-It is started once per episode as ``python3 -I -S -B runner.py`` inside bubblewrap (so it
-lives in the episode's namespaces and sees only the sandbox's file system) and speaks one
-JSON object per line on stdin/stdout with the host. It runs on the system ``python3`` and
-imports only the standard library. Each command runs under resource limits (CPU seconds,
-address space, processes, file size) in its own session; its output is capped while it is
-read (head and tail kept, the rest counted); after every command every other process in the
-sandbox's PID namespace is killed (background jobs do not outlive their command), except the
-persistent shell when there is one.
+It is started once per episode as ``python3 -I -S -B runner.py REQUEST_FD REPLY_FD`` inside
+bubblewrap, as the sandbox's PID 1 (``--as-pid-1``: no other process holds its channel), and
+speaks one line per message with the host over two private pipes. It runs on the system
+``python3`` and imports only the standard library.
+
+The control channel is out of the agent's reach: the runner makes itself non-dumpable (so
+``/proc/1/fd``, ``/proc/1/environ`` and ptrace are closed to the agent's processes, which
+run without capabilities), its pipe ends are close-on-exec (commands never inherit them),
+and as PID 1 of the namespace it ignores every signal the agent may send. Each line is
+``HMAC JSON``: the HMAC (SHA-256, keyed by a per-episode secret sent as the first line) binds
+a request and its reply, whose ``id`` echoes the request's, so a line written by anyone
+else is never taken for one.
+
+Each command runs under resource limits (CPU seconds, address space, processes, file size)
+in its own session; its output is capped while it is read (head and tail kept, the rest
+counted); the episode's disk use (bytes and entries under ``/app`` and ``$HOME``) is checked
+while it runs, whenever inotify reports a change, and a command that goes over is killed and
+the excess removed; after every command every other process in the sandbox's PID namespace
+is killed (background jobs do not outlive their command), except the persistent shell, which
+is stopped (SIGSTOP) until the next command.
 
 Requests: ``{"op": "run", "cmd": str, "timeout": float, "persistent": bool}``,
 ``{"op": "read", "path": str}``, ``{"op": "write", "path": str, "content": str}``,
 ``{"op": "reset_shell"}``. Every reply carries ``"ok"``.
 """
 
+import ctypes
+import hashlib
+import hmac
 import json
 import os
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
 
-CONFIG = json.loads(os.environ.pop("HG_RUNNER_CONFIG"))
-HEAD = CONFIG["head_bytes"]
-TAIL = CONFIG["tail_bytes"]
-CWD = CONFIG["cwd"]
+LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_DUMPABLE = 4
+CONFIG = {}
 ENV = {k: v for k, v in os.environ.items()}
 SHELL = ["/bin/bash", "--noprofile", "--norc"]
+CWD = "/app"
+HEAD = TAIL = 16384
 
 
-def limits():
-    os.setsid()
+def configure(config):
+    global HEAD, TAIL, CWD
+    CONFIG.update(config)
+    HEAD, TAIL, CWD = config["head_bytes"], config["tail_bytes"], config["cwd"]
+
+
+def own_limits():
+    """Give the runner itself every command limit but CPU time (it lives for the episode):
+    commands inherit them, so none is set in the child (a ``preexec_fn`` costs ~5 ms a
+    command: Python forks instead of vforking)."""
     for name, value in CONFIG["rlimits"].items():
-        res = getattr(resource, name)
-        resource.setrlimit(res, (value, value))
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; commands must not
-        signal.signal(sig, signal.SIG_DFL)
+        if name != "RLIMIT_CPU":
+            resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def spawned(proc):
+    """Limit the new command's CPU time (before bash has read its command line; the wall-clock
+    deadline bounds every process of the command anyway)."""
+    value = CONFIG["rlimits"]["RLIMIT_CPU"]
+    for _ in range(20):
+        try:
+            resource.prlimit(proc.pid, resource.RLIMIT_CPU, (value, value))
+            if resource.prlimit(proc.pid, resource.RLIMIT_CPU) == (value, value):
+                return proc
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.001)
+    proc.kill()  # fail closed: no command runs without its CPU limit
+    proc.wait()
+    raise OSError("could not set the command's CPU time limit")
 
 
 class Capped:
@@ -103,7 +143,21 @@ def kill_strays(keep=()):
         reap()
         time.sleep(0.002)
     reap()
+    remove_shm()
     return len(killed)
+
+
+def remove_shm():
+    """SysV shared memory outlives its processes (until the IPC namespace dies): remove it."""
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            rows = f.read().splitlines()[1:]
+    except OSError:
+        return
+    for row in rows:
+        cols = row.split()
+        if len(cols) > 1 and cols[1].isdigit():
+            LIBC.shmctl(int(cols[1]), 0, None)  # IPC_RMID
 
 
 def reap():
@@ -116,15 +170,165 @@ def reap():
             return
 
 
-def pump(fds, caps, deadline, until):
-    """Read ``fds`` into ``caps`` until ``until()`` or the deadline; return False on timeout."""
+IN_FLAGS = 0o4000 | 0o2000000  # IN_NONBLOCK | IN_CLOEXEC
+# modify, close_write, moved_from/to, create, delete; do not follow links; directories only
+IN_MASK = 0x2 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x02000000 | 0x01000000
+
+
+class Disk:
+    """Bytes and entries under ``/app`` and ``$HOME``: measured when inotify saw a change."""
+
+    def __init__(self, counted, others):
+        self.counted, self.others = counted, others
+        self.quota, self.max_files = CONFIG["disk_quota"], CONFIG["max_files"]
+        self.file_size = CONFIG["rlimits"]["RLIMIT_FSIZE"]
+        self.ino = LIBC.inotify_init1(IN_FLAGS)
+        self.watching = self.ino >= 0
+        self.dirty = True
+        self.next_scan = 0.0
+        self.hit_file_size = False
+        self.rule = None
+        self.since = 0
+
+    def begin(self):
+        """A command starts: files it writes up to the file-size limit are reported."""
+        self.since = time.time_ns()  # file times lag (coarse clock): never an earlier write
+
+    def poll(self):
+        if not self.watching:
+            self.dirty = True
+            return
+        try:
+            while os.read(self.ino, 65536):
+                self.dirty = True
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.dirty = True
+
+    def scan(self, collect=False):
+        """(bytes, entries, [(size, mtime, path, is_dir)]) of the counted trees (no link followed)."""
+        total = count = 0
+        entries = []
+        stack = [(root, True) for root in self.counted] + [(root, False) for root in self.others]
+        while stack:
+            path, counted = stack.pop()
+            if self.watching and LIBC.inotify_add_watch(self.ino, path.encode(), IN_MASK) < 0:
+                if ctypes.get_errno() == 28:  # ENOSPC: out of watches, measure after every command
+                    self.watching = False
+            try:
+                it = os.scandir(path)
+            except OSError:
+                continue
+            with it:
+                for entry in it:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    is_dir = stat.S_ISDIR(st.st_mode)
+                    if is_dir:
+                        stack.append((entry.path, counted))
+                    elif st.st_size >= self.file_size and st.st_mtime_ns >= self.since:
+                        self.hit_file_size = True  # written up to the limit by this command
+                    if not counted:
+                        continue
+                    count += 1
+                    total += 0 if is_dir else st.st_size
+                    if collect:
+                        entries.append((st.st_size, st.st_mtime_ns, entry.path, is_dir))
+                    elif count > self.max_files:
+                        return total, count, entries
+        return total, count, entries
+
+    def over(self):
+        """Measure now if something changed; the rule exceeded (``"disk_quota"``, ...) or None."""
+        self.poll()
+        if self.dirty:  # else the last measurement still holds
+            self.dirty = False
+            start = time.monotonic()
+            total, count, _ = self.scan()
+            self.next_scan = time.monotonic() + max(0.1, 2 * (time.monotonic() - start))
+            self.rule = None
+            if total > self.quota:
+                self.rule = "disk_quota"
+            elif count > self.max_files:
+                self.rule = "file_count_limit"
+        return self.rule
+
+    def due(self):
+        return time.monotonic() >= self.next_scan and self.over()
+
+    def enforce(self):
+        """Remove the largest files while over the quota, the newest entries while over the count."""
+        _, _, entries = self.scan(collect=True)
+        removed = []
+        total = sum(size for size, _, _, is_dir in entries if not is_dir)
+        for size, _, path, _ in sorted((e for e in entries if not e[3]), reverse=True):
+            if total <= self.quota:
+                break
+            if remove(path, False):
+                total -= size
+                removed.append(path)
+        count = len(entries) - len(removed)
+        gone = set(removed)
+        for _, _, path, is_dir in sorted(entries, key=lambda e: (e[1], e[2].count("/")), reverse=True):
+            if count <= self.max_files:
+                break
+            if path not in gone and remove(path, is_dir):
+                count -= 1
+                removed.append(path)
+        self.dirty, self.rule = True, None
+        return removed
+
+
+def remove(path, is_dir):
+    try:
+        os.rmdir(path) if is_dir else os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+def check_disk(disk, reply):
+    """After a command: enforce the quota and the entry count if something changed; record it."""
+    rule = disk.over()
+    removed = disk.enforce() if rule else []
+    reply["disk_rule"] = reply.get("disk_rule") or rule
+    reply["quota_removed"] = [strip_root(p) for p in removed[:100]]
+    reply["quota_removed_count"] = len(removed)
+    reply["file_size_limit"] = disk.hit_file_size
+    disk.hit_file_size = False
+    return reply
+
+
+def strip_root(path):
+    for root, name in CONFIG["roots"].items():
+        if path == root or path.startswith(root + "/"):
+            return name + path[len(root) :]
+    return path
+
+
+def pump(fds, caps, deadline, until, disk=None):
+    """Read ``fds`` into ``caps`` until ``until()``, the deadline or a disk rule is broken.
+
+    Returns ``"done"``, ``"timeout"`` or the disk rule the command broke."""
     open_fds = list(fds)
-    while open_fds:
+    nap = 0.0005
+    while True:
         if until():
-            return True
+            return "done"
+        if disk is not None:
+            rule = disk.due()
+            if rule:
+                return rule
         left = deadline - time.monotonic()
         if left <= 0:
-            return False
+            return "timeout"
+        if not open_fds:  # the output closed; the command is exiting (or still running)
+            time.sleep(min(left, nap))
+            nap = min(2 * nap, 0.02)
+            continue
         ready, _, _ = select.select(open_fds, [], [], min(left, 0.05))
         for fd in ready:
             data = os.read(fd, 65536)
@@ -132,7 +336,6 @@ def pump(fds, caps, deadline, until):
                 open_fds.remove(fd)
             else:
                 caps[fd].add(data)
-    return until() or time.monotonic() < deadline
 
 
 def drain(fds, caps, seconds=0.05):
@@ -161,20 +364,23 @@ def signame(code):
 
 def run_fresh(cmd, timeout):
     start = time.monotonic()
+    DISK[0].begin()
     argv = [*SHELL, "-c", cmd]
     if len(cmd.encode("utf-8", "surrogateescape")) > 65536:  # beyond what one exec argument may hold
         with open("/tmp/.hg-runner-script", "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(cmd)
         argv = [*SHELL, "/tmp/.hg-runner-script"]
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=CWD,
-            env=ENV,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=limits,
+        proc = spawned(
+            subprocess.Popen(
+                argv,
+                cwd=CWD,
+                env=ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         )
     except OSError as err:
         return {
@@ -191,14 +397,8 @@ def run_fresh(cmd, timeout):
     out, err = Capped(), Capped()
     fds = [proc.stdout.fileno(), proc.stderr.fileno()]
     caps = {fds[0]: out, fds[1]: err}
-    finished = pump(fds, caps, start + timeout, lambda: proc.poll() is not None)
-    if finished:
-        # The output closed; the command itself may still be exiting (or still running).
-        try:
-            proc.wait(timeout=max(0.0, start + timeout - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            finished = False
-    if finished:
+    status = pump(fds, caps, start + timeout, lambda: proc.poll() is not None, DISK[0])
+    if status == "done":
         drain(fds, caps)
     else:
         try:
@@ -211,17 +411,19 @@ def run_fresh(cmd, timeout):
     drain(fds, caps)
     proc.stdout.close()
     proc.stderr.close()
-    return {
+    reply = {
         "stdout": out.result(),
         "stderr": err.result(),
         "exit_code": code,
         "signal": signame(code),
-        "timed_out": not finished,
+        "timed_out": status == "timeout",
+        "disk_rule": None if status in ("done", "timeout") else status,
         "killed_processes": killed,
         "cwd": CWD,
         "shell_restarted": False,
         "seconds": time.monotonic() - start,
     }
+    return check_disk(DISK[0], reply)
 
 
 class Shell:
@@ -229,15 +431,17 @@ class Shell:
 
     def __init__(self):
         self.status_r, status_w = os.pipe()
-        self.proc = subprocess.Popen(
-            SHELL,
-            cwd=CWD,
-            env=ENV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=limits,
-            pass_fds=(status_w,),
+        self.proc = spawned(
+            subprocess.Popen(
+                SHELL,
+                cwd=CWD,
+                env=ENV,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=(status_w,),
+            )
         )
         self.status_fd = status_w
         os.close(status_w)
@@ -259,6 +463,7 @@ class Shell:
 
     def run(self, cmd, timeout):
         start = time.monotonic()
+        DISK[0].begin()
         with open(self.cmd_path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(cmd)
         script = (
@@ -270,38 +475,43 @@ class Shell:
         status = Capped()
         caps = {fds[0]: out, fds[1]: err, fds[2]: status}
         try:
+            os.kill(self.proc.pid, signal.SIGCONT)  # stopped since its last command
             self.proc.stdin.write(script.encode())
             self.proc.stdin.flush()
-        except BrokenPipeError:
+        except (BrokenPipeError, ProcessLookupError):
             pass
-        finished = pump(
-            fds, caps, start + timeout, lambda: b"\0" in status.head or self.proc.poll() is not None
+        state = pump(
+            fds, caps, start + timeout, lambda: b"\0" in status.head or self.proc.poll() is not None, DISK[0]
         )
         code, cwd, died = None, CWD, False
-        if finished and b"\0" in status.head:
+        if state == "done" and b"\0" in status.head and self.proc.poll() is None:
             drain(fds[:2], caps)
             text = bytes(status.head).split(b"\0")[0].decode("utf-8", "replace")
             rc, _, cwd = text.partition(" ")
             code = int(rc) if rc.lstrip("-").isdigit() else None
             killed = kill_strays(keep=(self.proc.pid,))
+            # Whatever the shell still does (a forged end of command) waits for the next command.
+            os.kill(self.proc.pid, signal.SIGSTOP)
         else:
             died = True
             drain(fds[:2], caps)
             self.kill()
             killed = kill_strays()
-            if finished:
+            if state == "done":
                 code = self.proc.returncode
-        return {
+        reply = {
             "stdout": out.result(),
             "stderr": err.result(),
             "exit_code": code,
             "signal": signame(code) if died else None,
-            "timed_out": not finished,
+            "timed_out": state == "timeout",
+            "disk_rule": None if state in ("done", "timeout") else state,
             "killed_processes": killed,
             "cwd": cwd,
             "shell_restarted": died,
             "seconds": time.monotonic() - start,
         }
+        return check_disk(DISK[0], reply)
 
 
 def read_file(path):
@@ -340,17 +550,52 @@ def write_file(path, content):
     return {"ok": True}
 
 
+class Channel:
+    """The runner's end of the host's pipes: HMAC-bound lines, each reply bound to its request."""
+
+    def __init__(self, req_fd, rep_fd):
+        for fd in (req_fd, rep_fd):
+            os.set_inheritable(fd, False)
+        self.reader = os.fdopen(req_fd, "rb")
+        self.rep_fd = rep_fd
+        first = json.loads(self.reader.readline())
+        self.key = bytes.fromhex(first["key"])
+        configure(first["config"])
+
+    def requests(self):
+        for line in self.reader:
+            mac, _, body = line.rstrip(b"\n").partition(b" ")
+            good = hmac.new(self.key, b"request " + body, hashlib.sha256).hexdigest().encode()
+            if hmac.compare_digest(mac, good):
+                yield json.loads(body)
+
+    def send(self, obj):
+        body = json.dumps(obj).encode()
+        mac = hmac.new(self.key, b"reply " + body, hashlib.sha256).hexdigest().encode()
+        data = mac + b" " + body + b"\n"
+        while data:
+            data = data[os.write(self.rep_fd, data) :]
+
+
 def main():
+    # Not dumpable: the agent's processes (same uid, no capabilities) cannot open /proc/1/fd,
+    # read /proc/1/environ or ptrace the runner.
+    LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    send({"ok": True, "ready": True, "pid": os.getpid()})
-    for line in sys.stdin:
+    channel = Channel(int(sys.argv[1]), int(sys.argv[2]))
+    own_limits()
+    DISK[0] = Disk(CONFIG["counted"], CONFIG["watched"])
+    channel.send({"id": 0, "ok": True, "ready": True, "pid": os.getpid()})
+    for req in channel.requests():
         try:
-            reply = handle(json.loads(line))
+            reply = handle(req)
         except Exception as err:  # noqa: BLE001 - report, keep serving
             reply = {"ok": False, "error": f"{type(err).__name__}: {err}"}
-        send(reply)
+        reply["id"] = req.get("id")
+        channel.send(reply)
 
 
+DISK = [None]
 STATE = {"shell": None}
 
 
@@ -374,18 +619,13 @@ def handle(req):
     if op == "read":
         return read_file(req["path"])
     if op == "write":
-        return write_file(req["path"], req["content"])
+        return check_disk(DISK[0], write_file(req["path"], req["content"]))
     if op == "reset_shell":
         shell, STATE["shell"] = STATE["shell"], None
         if shell is not None:
             shell.kill()
         return {"ok": True, "killed_processes": kill_strays()}
     return {"ok": False, "error": f"unknown op {op!r}"}
-
-
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -5,29 +5,40 @@ agent sees as ``/app``) and ``<root>/home`` (``$HOME``, seen as ``/home/agent``)
 run inside ``bwrap`` with:
 
 * no network (``--unshare-net``: only a private loopback; the host's loopback is unreachable),
-  and their own user, PID, IPC, UTS and cgroup namespaces (``--unshare-all``);
+  their own user, PID, IPC, UTS and cgroup namespaces (``--unshare-all``), and no nested user
+  namespace (``--disable-userns``);
 * ``--die-with-parent`` and ``--new-session``; the sandbox runs as an unprivileged user with
   every capability dropped (as root on the host, under a dedicated host uid);
-* the system (``/usr``, ``/etc``) read-only; only the episode directory and a private,
-  size-limited ``/tmp`` writable; ``/root``, ``/home`` and the rest of the host invisible;
-* a clean environment (``--clearenv``; only ``PATH``, ``HOME``, ``LANG``, ... set here);
+* the system (``/usr``, ``/etc``) read-only, with neutral user, group and host names; ``/dev``
+  read-only; only the episode directory and private, size-limited ``/tmp`` and ``/dev/shm``
+  writable; ``/root``, ``/home``, the checkout and the rest of the host invisible;
+* nothing of the host's environment (bwrap itself starts with :data:`BWRAP_ENV`; ``--clearenv``);
 * per command: a wall-clock timeout (the command's whole session, and every other process of
   the sandbox, is killed), CPU seconds, address space, number of processes and file size
   limits; output capped while it is read (head and tail kept, the rest counted);
-* a disk quota on the episode directory, checked after every command (the largest files
-  are removed when it is exceeded, and the result says so).
+* the whole sandbox's memory in a memory cgroup where one can be made (:class:`MemoryCgroup`);
+* a disk quota and an entry limit on ``/app`` and ``$HOME``, enforced by the runner while the
+  command runs (a command that breaks one is killed and the excess removed).
 
 One small runner process (:mod:`harness_gym.envs.terminal.runner`, on the system
-``python3``) lives in the sandbox for the episode and starts every command, so the per-command
-cost is one fork and exec, not a new sandbox. Nothing ever runs unsandboxed: where bubblewrap
-cannot run, :func:`require_bwrap` raises :class:`SandboxUnavailable` saying how to install it.
+``python3``) is the sandbox's PID 1 for the episode and starts every command, so the
+per-command cost is one fork and exec, not a new sandbox. Its code comes in through a file
+descriptor (the checkout's path and permissions never matter); requests and replies travel
+over two private pipes, every line bound to its request by a per-episode HMAC, so nothing the
+agent writes is taken for a reply. Nothing ever runs unsandboxed: where bubblewrap cannot
+run, :func:`require_bwrap` raises :class:`SandboxUnavailable` saying how to install it.
+See "Threat model" in docs/terminal.md.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import hmac
 import json
 import os
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -42,12 +53,36 @@ from pathlib import Path
 from typing import Any
 
 RUNNER = Path(__file__).with_name("runner.py")
+#: Where the runner appears inside the sandbox (its code is copied in from a file descriptor,
+#: so the checkout's path and permissions never matter).
+RUNNER_IN_SANDBOX = "/opt/harness-gym/runner.py"
 #: Where the episode directory and home appear inside the sandbox.
 APP = "/app"
 HOME = "/home/agent"
 SYSTEM_PYTHON = "/usr/bin/python3"
-#: Host uids used for sandboxes when harness-gym runs as root (one per host process).
-SANDBOX_UID_BASE = 61000
+#: Host uids used for sandboxes when harness-gym runs as root (one per host process, 4000 of
+#: them): above systemd-nspawn's container range (524288-1879048191) and its DynamicUser range
+#: (61184-65519), below systemd's foreign range (from 2147352576) and the signed 32-bit limit.
+SANDBOX_UID_BASE = 0x70000000
+SANDBOX_UIDS = 4000
+#: The whole environment bwrap itself is started with (the sandbox sets its own).
+BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+#: What replaces the host's user and host names inside the sandbox (``/etc`` is read-only).
+NEUTRAL_ETC = {
+    "passwd": (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        "agent:x:1000:1000:agent:/home/agent:/bin/bash\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    ),
+    "group": "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n",
+    "hostname": "sandbox\n",
+    "hosts": "127.0.0.1 localhost\n127.0.1.1 sandbox\n::1 localhost\n",
+    "mailname": "sandbox\n",
+    "machine-id": "0" * 31 + "1\n",
+    "subuid": "",
+    "subgid": "",
+    "resolv.conf": "",
+}
 INSTALL_HINT = (
     "Terminal tasks run every command in a bubblewrap sandbox. Install it with "
     "`apt-get install bubblewrap` (Debian/Ubuntu; or run scripts/system-deps.sh), or your "
@@ -77,6 +112,12 @@ class SandboxLimits:
     head_bytes: int = 16384
     tail_bytes: int = 16384
     max_file_bytes: int = 65536
+    #: Files, directories and links under /app and $HOME together.
+    max_files: int = 50_000
+    #: Size of the sandbox's /dev/shm (tmpfs).
+    shm_size: int = 16 << 20
+    #: Memory of the whole sandbox (a memory cgroup where one can be made; see memory_cgroup).
+    memory: int = 2 << 30
 
 
 @dataclass
@@ -100,6 +141,15 @@ class CommandResult:
     killed_processes: int = 0
     quota_removed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: ``"disk_quota"`` / ``"file_count_limit"``: the rule the episode's files broke (the
+    #: command was killed when it broke it while running; the excess was removed).
+    disk_rule: str | None = None
+    #: A file reached the file-size limit (its writer got SIGXFSZ), even inside a pipeline.
+    file_size_limit: bool = False
+    #: Lines on the control channel that were not the runner's reply (forged; ignored).
+    forged_replies: int = 0
+    #: The sandbox's memory cgroup killed a process (the whole sandbox's memory cap).
+    memory_limit: bool = False
 
     @property
     def contained(self) -> list[str]:
@@ -109,14 +159,20 @@ class CommandResult:
             out.append("timeout")
         if self.signal == "SIGXCPU":
             out.append("cpu_limit")
-        if self.signal == "SIGXFSZ":
+        if self.signal == "SIGXFSZ" or self.file_size_limit:
             out.append("file_size_limit")
         if self.stdout_omitted or self.stderr_omitted:
             out.append("output_capped")
         if self.killed_processes:
             out.append("processes_killed")
-        if self.quota_removed:
+        if self.disk_rule == "file_count_limit":
+            out.append("file_count_limit")
+        elif self.quota_removed or self.disk_rule:
             out.append("disk_quota")
+        if self.memory_limit:
+            out.append("memory_limit")
+        if self.forged_replies:
+            out.append("forged_replies_ignored")
         if self.shell_restarted:
             out.append("shell_restarted")
         if self.sandbox_restarted:
@@ -135,7 +191,7 @@ def sandbox_uid() -> int | None:
     """The host uid sandboxes run as: a dedicated one under root, else the caller's own."""
     if os.geteuid() != 0:
         return None
-    return SANDBOX_UID_BASE + os.getpid() % 4000
+    return SANDBOX_UID_BASE + os.getpid() % SANDBOX_UIDS
 
 
 def bwrap_problem() -> str | None:
@@ -155,6 +211,8 @@ def bwrap_problem() -> str | None:
                     [*_bwrap_base(uid), "--", "/bin/true"],
                     capture_output=True,
                     timeout=30,
+                    env=BWRAP_ENV,
+                    cwd="/",
                     **_as_user(uid),
                 )
                 if done.returncode != 0:
@@ -180,11 +238,19 @@ def _as_user(uid: int | None) -> dict[str, Any]:
     return {"user": uid, "group": uid, "extra_groups": []}
 
 
-def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20) -> list[str]:
-    args = [
-        "bwrap",
-        "--unshare-all",
-        "--unshare-user",
+def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16 << 20) -> list[str]:
+    """bwrap's arguments for a sandbox of the system alone (no episode directory yet).
+
+    Start bwrap with ``env=BWRAP_ENV`` (or none) and ``cwd="/"``: without ``--as-pid-1``
+    its init is the sandbox's ``/proc/1``, whose environment the sandbox can read. Inside: no
+    user namespaces can be made (bubblewrap >= 0.8), ``/dev`` is read-only (its ``/dev/shm``
+    and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and host names are
+    neutral ones. A one-shot sandbox appends its binds, then ``--`` and a command."""
+    del uid  # the same arguments under every uid; kept for callers
+    args = ["bwrap", "--unshare-all", "--unshare-user"]
+    if bwrap_supports("--disable-userns"):  # bubblewrap >= 0.8
+        args.append("--disable-userns")
+    args += [
         "--uid",
         "1000",
         "--gid",
@@ -206,11 +272,20 @@ def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20) -> list[str]:
             args += ["--symlink", os.readlink(target), target]
         elif os.path.isdir(target):
             args += ["--ro-bind", target, target]
+    args += ["--ro-bind", "/etc", "/etc"]
+    etc = neutral_etc_dir()
+    for name in sorted(NEUTRAL_ETC):
+        host = os.path.join("/etc", name)
+        if os.path.isfile(host) and not os.path.islink(host):
+            args += ["--ro-bind", os.path.join(etc, name), host]
     args += [
-        "--ro-bind",
-        "/etc",
-        "/etc",
         "--dev",
+        "/dev",
+        "--size",
+        str(shm_size),
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
         "/dev",
         "--proc",
         "/proc",
@@ -220,6 +295,166 @@ def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20) -> list[str]:
         "/tmp",
     ]
     return args
+
+
+_etc_dir: list[str] = []
+_etc_lock = threading.Lock()
+
+
+def neutral_etc_dir() -> str:
+    """A directory of this process with the files of :data:`NEUTRAL_ETC` (made once).
+
+    It lives in ``/dev/shm`` (else ``/tmp``), never under ``$TMPDIR``, so the path the
+    sandbox's ``mountinfo`` shows for it says nothing about the host user."""
+    with _etc_lock:
+        if _etc_dir and os.path.isdir(_etc_dir[0]):
+            return _etc_dir[0]
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else "/tmp"
+        path = tempfile.mkdtemp(prefix="hg-sandbox-etc-", dir=base)
+        for name, text in NEUTRAL_ETC.items():
+            with open(os.path.join(path, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(path, name), 0o644)
+        os.chmod(path, 0o755)
+        _etc_dir[:] = [path]
+        atexit.register(_remove_etc_dir, path, os.getpid())
+        return path
+
+
+def _remove_etc_dir(path: str, owner: int) -> None:
+    if os.getpid() == owner:  # not from a forked child
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _data_fd(data: bytes) -> int:
+    """A file descriptor holding ``data`` from offset 0 (for bwrap's ``--ro-bind-data``)."""
+    try:
+        fd = os.memfd_create("hg-data", 0)
+    except (AttributeError, OSError):  # no memfd: a pipe holds up to 64 kB
+        read, write = os.pipe()
+        os.write(write, data)
+        os.close(write)
+        return read
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bwrap_supports(option: str) -> bool:
+    """Whether the installed bwrap knows ``option`` (from its ``--help``; cached)."""
+    with _etc_lock:
+        if "help" not in _checked:
+            try:
+                done = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30)
+                _checked["help"] = done.stdout + done.stderr
+            except (OSError, subprocess.SubprocessError):
+                _checked["help"] = ""
+        return f"{option} " in (_checked["help"] or "")
+
+
+_runner_code: list[bytes] = []
+
+
+def runner_code() -> bytes:
+    if not _runner_code:
+        _runner_code.append(RUNNER.read_bytes())
+    return _runner_code[0]
+
+
+class MemoryCgroup:
+    """A memory cgroup that caps the whole sandbox (every process together), where one can
+    be made: a writable cgroup v1 memory hierarchy (root), or a delegated cgroup v2 subtree
+    with the memory controller enabled. :meth:`make` returns ``None`` elsewhere (then only
+    the per-process address-space limit holds)."""
+
+    _counter = 0
+
+    def __init__(self, path: str, version: int) -> None:
+        self.path, self.version = path, version
+
+    @classmethod
+    def make(cls, limit: int) -> MemoryCgroup | None:
+        for base, version in _memory_cgroup_parents():
+            MemoryCgroup._counter += 1
+            path = os.path.join(base, f"hg-sandbox-{os.getpid()}-{MemoryCgroup._counter}")
+            try:
+                os.mkdir(path)
+            except OSError:
+                continue
+            box = cls(path, version)
+            try:
+                if version == 1:
+                    box._write("memory.limit_in_bytes", limit)
+                    if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
+                        box._write("memory.memsw.limit_in_bytes", limit)
+                else:
+                    box._write("memory.max", limit)
+                    if os.path.exists(os.path.join(path, "memory.swap.max")):
+                        box._write("memory.swap.max", 0)
+            except OSError:
+                box.remove()
+                continue
+            return box
+        return None
+
+    def _write(self, name: str, value: int) -> None:
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(str(value))
+
+    def add(self, pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                self._write("cgroup.procs", pid)
+            except OSError:
+                pass
+
+    def oom_kills(self) -> int:
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def remove(self) -> None:
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+def _memory_cgroup_parents() -> list[tuple[str, int]]:
+    """Writable cgroups this process is in that can hold a memory-limited child."""
+    out = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base = os.path.join("/sys/fs/cgroup/memory", path.lstrip("/"))
+            if os.access(base, os.W_OK):
+                out.append((base, 1))
+        elif controllers == "":
+            base = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+            try:
+                with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                    enabled = "memory" in f.read().split()
+            except OSError:
+                enabled = False
+            if enabled and os.access(base, os.W_OK):
+                out.append((base, 2))
+    return out
 
 
 class Sandbox:
@@ -246,6 +481,12 @@ class Sandbox:
         self.uid = sandbox_uid()
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
+        self._key = b""
+        self._seq = 0
+        self._req_fd = self._rep_fd = -1
+        #: Lines on the control channel that were not a reply of the runner (ignored).
+        self.forged_replies = 0
+        self.cgroup: MemoryCgroup | None = None
         self._finalizer = weakref.finalize(self, _kill, [None])
         self.commands = 0
         self.restarts = 0
@@ -269,8 +510,15 @@ class Sandbox:
                         pass
 
     def start(self) -> None:
+        """Start bwrap with the runner as the sandbox's PID 1 (nothing if it already runs).
+
+        The runner's code and the neutral ``/etc`` files come in through file descriptors, the
+        requests and replies over two private pipes (bwrap's own stdin/stdout are
+        ``/dev/null``), bwrap with :data:`BWRAP_ENV` in ``/``: nothing of the host's environment,
+        paths or user name reaches the sandbox but the episode directory's bind mounts."""
         if self._proc is not None and self._proc.poll() is None:
             return
+        self._close_channel()
         self.prepare()
         lim = self.limits
         config = {
@@ -278,12 +526,18 @@ class Sandbox:
             "head_bytes": lim.head_bytes,
             "tail_bytes": lim.tail_bytes,
             "max_file_bytes": lim.max_file_bytes,
+            "disk_quota": lim.disk_quota,
+            "max_files": lim.max_files,
+            "counted": [APP, HOME],
+            "watched": ["/tmp", "/dev/shm"],
+            "roots": {APP: "app", HOME: "home"},
             "rlimits": {
                 "RLIMIT_CPU": lim.cpu_seconds,
                 "RLIMIT_AS": lim.address_space,
                 "RLIMIT_NPROC": self._nproc_limit(),
                 "RLIMIT_FSIZE": lim.file_size,
                 "RLIMIT_CORE": 0,
+                "RLIMIT_MSGQUEUE": 1 << 16,
             },
         }
         env = {
@@ -298,19 +552,23 @@ class Sandbox:
             "TMPDIR": "/tmp",
             "PYTHONDONTWRITEBYTECODE": "1",
             "GIT_CONFIG_NOSYSTEM": "1",
-            "HG_RUNNER_CONFIG": json.dumps(config),
         }
-        args = _bwrap_base(self.uid, lim.tmp_size)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        code_fd = _data_fd(runner_code())
+        args = _bwrap_base(self.uid, lim.tmp_size, shm_size=lim.shm_size)
         args += [
+            "--as-pid-1",
             "--bind",
             str(self.app),
             APP,
             "--bind",
             str(self.home),
             HOME,
-            "--ro-bind",
-            str(RUNNER),
-            "/opt/harness-gym/runner.py",
+            *(["--perms", "0444"] if bwrap_supports("--perms") else []),
+            "--ro-bind-data",
+            str(code_fd),
+            RUNNER_IN_SANDBOX,
             "--chdir",
             APP,
         ]
@@ -319,22 +577,59 @@ class Sandbox:
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]  # the sandbox's own root (its /bin, /lib links) read-only too
-        args += ["--", SYSTEM_PYTHON, "-I", "-S", "-B", "/opt/harness-gym/runner.py"]
-        self._proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            **_as_user(self.uid),
-        )
+        args += ["--", SYSTEM_PYTHON, "-I", "-S", "-B", RUNNER_IN_SANDBOX, str(req_r), str(rep_w)]
+        try:
+            self._proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(req_r, rep_w, code_fd),
+                env=BWRAP_ENV,
+                cwd="/",
+                start_new_session=True,
+                **_as_user(self.uid),
+            )
+        except BaseException:
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (req_r, rep_w, code_fd):
+                os.close(fd)
+        self._req_fd, self._rep_fd = req_w, rep_r
         self._buffer = b""
+        self._seq = 0
+        self._key = secrets.token_bytes(32)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _kill, [self._proc])
-        reply = self._receive(time.monotonic() + 30)
+        self._finalizer = weakref.finalize(self, _kill, [self._proc, req_w, rep_r])
+        try:
+            os.write(req_w, (json.dumps({"key": self._key.hex(), "config": config}) + "\n").encode())
+        except OSError:
+            pass
+        try:
+            reply = self._receive(time.monotonic() + 30, 0)
+        except SandboxError as err:
+            self.close()
+            raise SandboxError(f"the sandbox runner did not start: {err}") from None
         if not reply.get("ready"):
             self.close()
             raise SandboxError(f"the sandbox runner did not start: {reply}")
+        # No command has run yet: bwrap and the runner are the sandbox's only processes.
+        self.cgroup = MemoryCgroup.make(lim.memory)
+        if self.cgroup is not None:
+            self.cgroup.add([self._proc.pid, *_children(self._proc.pid)])
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _kill, [self._proc, req_w, rep_r, self.cgroup])
+
+    def _close_channel(self) -> None:
+        for fd in (self._req_fd, self._rep_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._req_fd = self._rep_fd = -1
 
     def _nproc_limit(self) -> int:
         if self.uid is not None:  # a dedicated host uid: count only the sandbox's processes
@@ -353,7 +648,11 @@ class Sandbox:
         proc, self._proc = self._proc, None
         if proc is not None:
             _kill([proc])
+        self._close_channel()
         self._finalizer.detach()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
     @property
     def alive(self) -> bool:
@@ -369,6 +668,8 @@ class Sandbox:
         """Run ``command`` with ``bash`` in ``/app`` (or in the persistent shell)."""
         timeout = self.limits.timeout if timeout is None else timeout
         self.commands += 1
+        forged_before = self.forged_replies
+        ooms_before = self.cgroup.oom_kills() if self.cgroup is not None else 0
         restarted = not self.alive and self._proc is not None
         try:
             self.start()
@@ -404,13 +705,17 @@ class Sandbox:
             sandbox_restarted=restarted,
             killed_processes=reply["killed_processes"],
             seconds=reply["seconds"],
+            quota_removed=list(reply.get("quota_removed", [])),
+            disk_rule=reply.get("disk_rule"),
+            file_size_limit=bool(reply.get("file_size_limit")),
+            forged_replies=self.forged_replies - forged_before,
+            memory_limit=self.cgroup is not None and self.cgroup.oom_kills() > ooms_before,
         )
         # Keep the boundary between head and tail visible in the stored text.
         if out["omitted"]:
             result.stdout = out["head"] + f"\n[... {out['omitted']} bytes omitted ...]\n" + out["tail"]
         if err["omitted"]:
             result.stderr = err["head"] + f"\n[... {err['omitted']} bytes omitted ...]\n" + err["tail"]
-        result.quota_removed = self.enforce_quota()
         return result
 
     def read_file(self, path: str) -> dict[str, Any]:
@@ -433,38 +738,48 @@ class Sandbox:
         except SandboxError as err:
             self.close()
             return {"ok": False, "error": str(err)}
-        self.enforce_quota()
         return reply
 
     def _request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdin is not None
+        """Send ``request`` (HMAC-signed, numbered) and wait for the reply bound to it."""
+        if not self.alive or self._req_fd < 0:
+            raise SandboxError("the sandbox runner died")
+        self._seq += 1
+        body = json.dumps({**request, "id": self._seq}).encode()
+        line = _mac(self._key, b"request ", body) + b" " + body + b"\n"
         try:
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            while line:
+                line = line[os.write(self._req_fd, line) :]
+        except OSError:
             raise SandboxError("the sandbox runner died") from None
-        return self._receive(time.monotonic() + timeout)
+        return self._receive(time.monotonic() + timeout, self._seq)
 
-    def _receive(self, deadline: float) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise SandboxError("the sandbox runner stopped answering")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    raise SandboxError("the sandbox runner died")
-                self._buffer += chunk
-                if len(self._buffer) > 64 << 20:
-                    raise SandboxError("the sandbox runner sent an oversized reply")
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        try:
-            return json.loads(line)
-        except ValueError:
-            raise SandboxError("the sandbox runner sent a malformed reply") from None
+    def _receive(self, deadline: float, expect: int) -> dict[str, Any]:
+        """The runner's reply to request ``expect``; any other line is counted and dropped."""
+        fd = self._rep_fd
+        while True:
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SandboxError("the sandbox runner stopped answering")
+                ready, _, _ = select.select([fd], [], [], left)
+                if ready:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        raise SandboxError("the sandbox runner died")
+                    self._buffer += chunk
+                    if len(self._buffer) > 64 << 20:
+                        raise SandboxError("the sandbox runner sent an oversized reply")
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            mac, _, body = line.partition(b" ")
+            if hmac.compare_digest(mac, _mac(self._key, b"reply ", body)):
+                try:
+                    reply = json.loads(body)
+                except ValueError:
+                    raise SandboxError("the sandbox runner sent a malformed reply") from None
+                if isinstance(reply, dict) and reply.get("id") == expect:
+                    return reply
+            self.forged_replies += 1
 
     # -- disk ------------------------------------------------------------------------------
 
@@ -601,6 +916,10 @@ class Sandbox:
         )
 
 
+def _mac(key: bytes, kind: bytes, body: bytes) -> bytes:
+    return hmac.new(key, kind + body, hashlib.sha256).hexdigest().encode()
+
+
 def _owner(path: Path) -> int | None:
     try:
         return path.stat().st_uid
@@ -608,28 +927,31 @@ def _owner(path: Path) -> int | None:
         return None
 
 
-def _kill(holder: list[subprocess.Popen[bytes] | None]) -> None:
+def _kill(holder: list[Any]) -> None:
+    """Kill bwrap (``holder[0]``; its PID namespace dies with it), then close the channel's
+    file descriptors and remove the memory cgroup that follow it in ``holder``."""
     proc = holder[0]
-    if proc is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-    for stream in (proc.stdin, proc.stdout):
+    if proc is not None:
         try:
-            if stream is not None:
-                stream.close()
-        except OSError:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
+        try:
+            proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+    for extra in holder[1:]:
+        if isinstance(extra, MemoryCgroup):
+            extra.remove()
+        elif isinstance(extra, int) and extra >= 0:
+            try:
+                os.close(extra)
+            except OSError:
+                pass
 
 
 #: The verifier's whole environment: nothing of the agent's shell, home or git config.
