@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import harness_gym
-from harness_gym.cli import check, evaluate, export, listing, play, report, search, sweep, train
+from harness_gym.cli import check, evaluate, export, listing, play, report, search, serve, sweep, train
 from harness_gym.cli.common import (
     IMPORT_OPTION,
     CLIExit,
@@ -45,6 +45,7 @@ VERBS = {
     "report": report,
     "search": search,
     "export": export,
+    "serve": serve,
 }
 
 
