@@ -295,3 +295,48 @@ def test_bad_serve_arguments_are_one_line(extra: list[str], message: str) -> Non
     )  # fmt: skip
     assert done.returncode == 2 and message in done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_mcp_tools_are_the_harness_tools_as_written_and_a_call_is_a_step(server: Server) -> None:
+    from openenv.core.mcp_client import MCPToolClient
+
+    spec = {
+        "rename_tools": {"type": "fill"},
+        "rename_args": {"ref": "element"},
+        "tool_order": ["select", "type", "click", "press"],
+        "tool_descriptions": "none",
+    }
+    env = make_env("EnterText", spec)
+    _, info = env.reset(seed=6)
+
+    async def play() -> tuple[list, list, str]:
+        async with MCPToolClient(base_url=server.url, mode="production") as client:
+            first = await client.reset(seed=6, task="EnterText", harness=spec)
+            assert first.observation.state_digest == info["state_digest"]
+            tools = await client.list_tools(use_cache=False)
+            results, done = [], False
+            while not done:
+                name, arguments = env.unwrapped.bound.toolbox.call(
+                    env.unwrapped.bound.parse(env.oracle_action())
+                )
+                got = await client.call_tool(name, **arguments)
+                results.append((got, env.step(env.oracle_action())))
+                done = got["done"]
+            try:
+                await client.call_tool(name, **arguments)  # the episode ended
+                after = ""
+            except RuntimeError as err:
+                after = str(err)
+            return tools, results, after
+
+    tools, results, after = asyncio.run(play())
+    written = [t["function"] for t in info["tools"]]
+    assert [(t.name, t.description, t.input_schema) for t in tools] == [
+        (f["name"], f.get("description", ""), f["parameters"]) for f in written
+    ]
+    assert [t.name for t in tools] == ["select", "fill", "click", "press"]
+    assert "element" in tools[1].input_schema["properties"]
+    for got, (observation, reward, terminated, truncated, step_info) in results:
+        assert got["text"] == observation and got["reward"] == reward
+        assert got["done"] == (terminated or truncated) and got["success"] == step_info["success"]
+    assert results[-1][0]["success"] and "reset" in after

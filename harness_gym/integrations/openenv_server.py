@@ -102,6 +102,7 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         self._known: dict[str, Harness] = {}
         self._state = HarnessState()
         self._done = True
+        self._mcp: tuple[str, Any] | None = None
 
     def _harness(self, spec: Any) -> Harness:
         from harness_gym.core.presets import PRESETS, resolve_harness
@@ -128,8 +129,6 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         harness: str | dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> HarnessObservation:
-        from harness_gym.core.registry import make_env
-
         if kwargs:
             raise ValueError(
                 f"unknown reset options {sorted(kwargs)}; known: seed, episode_id, task, harness"
@@ -138,13 +137,8 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         if self.tasks is not None and task not in self.tasks:
             raise ValueError(f"task {task!r} is not served here; served: {', '.join(self.tasks)}")
         chosen = self._harness(harness if harness is not None else self.default_harness)
-        if self.env is None or self._task != task or self.env.base_harness.id != chosen.id:
-            if self.env is not None:
-                self.env.close()
-            self.env, self._task = None, task
-            self.env = make_env(task, chosen)
-        self._known[chosen.id] = chosen
-        observation, info = self.env.reset(seed=seed)
+        env = self._env_for(task, chosen)
+        observation, info = env.reset(seed=seed)
         self._done = False
         self._state = HarnessState(
             episode_id=episode_id,
@@ -156,6 +150,18 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             state_digest=info["state_digest"],
         )
         return self._observation(observation, 0.0, False, False, info)
+
+    def _env_for(self, task: str, harness: Harness) -> HarnessEnv:
+        """The session's env for ``task`` under ``harness`` (rebuilt only when either changes)."""
+        from harness_gym.core.registry import make_env
+
+        if self.env is None or self._task != task or self.env.base_harness.id != harness.id:
+            if self.env is not None:
+                self.env.close()
+            self.env, self._task = None, task
+            self.env = make_env(task, harness)
+        self._known[harness.id] = harness
+        return self.env
 
     def step(
         self, action: HarnessAction, timeout_s: float | None = None, **kwargs: Any
@@ -184,6 +190,43 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             success=bool(info["success"]),
             info=json.loads(json.dumps(info, default=list)),
         )
+
+    @property
+    def mcp_server(self) -> Any:
+        """A FastMCP server whose tools are the harness's tools, exactly as the harness writes
+        them (names, descriptions, argument names and order); ``tools/call`` is one env step.
+
+        openenv's ``/mcp`` routes (HTTP and the WebSocket's ``mcp`` message) list and call them.
+        Before the first reset the tools are those of the default task and harness.
+        """
+        from fastmcp import FastMCP
+        from fastmcp.tools import FunctionTool
+
+        env = self.env or self._env_for(self.default_task, self._harness(self.default_harness))
+        key = f"{self._task}:{env.harness.id}"
+        if self._mcp is None or self._mcp[0] != key:
+            server = FastMCP(ENV_NAME)
+            for tool in env.bound.openai_tools:
+                function = tool["function"]
+                server.add_tool(
+                    FunctionTool(
+                        name=function["name"],
+                        description=function.get("description", ""),
+                        parameters=function["parameters"],
+                        fn=self._tool_caller(function["name"]),
+                    )
+                )
+            self._mcp = (key, server)
+        return self._mcp[1]
+
+    def _tool_caller(self, name: str) -> Callable[..., dict[str, Any]]:
+        def call(**arguments: Any) -> dict[str, Any]:
+            assert self.env is not None
+            text = self.env.bound.write_call(name, json.dumps(arguments, ensure_ascii=False))
+            observation = self.step(HarnessAction(text=text))
+            return {**observation.model_dump(exclude={"metadata"}), "action": text}
+
+        return call
 
     @property
     def state(self) -> HarnessState:
