@@ -74,9 +74,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    s = Server(
-        "--task", "ClickButton", "--task", "EnterText", "--max-sessions", "2", "--session-timeout", "0"
-    )
+    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS]
+    s = Server(*[a for t in tasks for a in ("--task", t)], "--max-sessions", "2", "--session-timeout", "0")
     yield s
     s.stop()
 
@@ -92,12 +91,30 @@ HARNESSES = {
 }
 
 
+#: Terminal tasks run in the bubblewrap sandbox, behind the server as in process.
+TERMINAL_TASKS = ["TermSortUnique", "TermGitCommit"]
+
+
+def terminal_harnesses() -> dict[str, object]:
+    from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
+
+    specs = {n: TERMINAL_PRESETS[n].to_dict(full=False) for n in ("MiniSweAgentStyle", "TerminusStyle")}
+    return {"Json": "Json", **specs}
+
+
 def local_harness(spec: object) -> Harness:
     from harness_gym.core.presets import resolve_harness
 
     if isinstance(spec, str) and spec not in PRESETS:
         return next(h for h in PRESETS.values() if h.id == spec)
     return resolve_harness(spec)
+
+
+def untimed(info: dict) -> dict:
+    """``info`` without the wall time a terminal command took (the one field that may differ)."""
+    if isinstance(info.get("command"), dict):
+        info = {**info, "command": {k: v for k, v in info["command"].items() if k != "seconds"}}
+    return info
 
 
 def check_episode(results: list, task: str, harness: object, seed: int) -> None:
@@ -118,7 +135,8 @@ def check_episode(results: list, task: str, harness: object, seed: int) -> None:
         assert (
             got.text == observation and result.reward == reward and result.done == (terminated or truncated)
         )
-        assert got.info == json.loads(json.dumps(info, default=list)) and got.success == info["success"]
+        assert untimed(got.info) == untimed(json.loads(json.dumps(info, default=list)))
+        assert got.success == info["success"]
     assert results[-1].done and results[-1].observation.success
 
 
@@ -142,6 +160,18 @@ def test_oracle_over_the_wire_equals_in_process_sync(server: Server, task: str, 
             check_episode(play_sync(client, task, harness, seed), task, harness, seed)
         state = client.state()
         assert state.task_id == task and state.done and state.success and state.seed == 7
+
+
+@pytest.mark.parametrize("task", TERMINAL_TASKS)
+@pytest.mark.parametrize("name", ["Json", "MiniSweAgentStyle", "TerminusStyle"])
+def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("terminal tasks need bubblewrap")
+    harness = terminal_harnesses()[name]
+    with HarnessGymClient(base_url=server.url).sync() as client:
+        check_episode(play_sync(client, task, harness, 2), task, harness, 2)
 
 
 def test_oracle_over_the_wire_equals_in_process_async(server: Server) -> None:
