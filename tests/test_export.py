@@ -235,3 +235,29 @@ def test_bad_outputs_write_nothing(tmp_path: Path, case: str) -> None:
     assert err.value.code == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
     assert [p.name for p in keep.iterdir()] == ["mine.txt"]
+
+
+class GarbageThenOracle:
+    """First a reply no harness parses, then the oracle."""
+
+    def __init__(self, env: gym.Env) -> None:
+        self.env, self.n = env.unwrapped, 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.n = 0
+
+    def act(self, observation: str, info: dict) -> str:
+        self.n += 1
+        return "\x00not a call{{" if self.n == 1 else self.env.oracle_action()
+
+
+def test_a_native_reply_that_does_not_parse_stays_text() -> None:
+    env = gym.make("harness_gym/ClickButton-JsonNative-v0")
+    (episode,) = record_episodes(env, GarbageThenOracle(env), [2], "garbage")
+    (row,) = episode_rows(env, episode, "episode")
+    replies = [m for m in row["messages"] if m["role"] == "assistant"]
+    assert replies[0] == {"role": "assistant", "content": "\x00not a call{{"}
+    assert replies[1]["tool_calls"][0]["function"]["name"] == "click"
+    assert row["invalid_actions"] == 1 and row["success"]
+    follows = row["messages"][row["messages"].index(replies[0]) + 1]
+    assert follows["role"] == "user" and follows["content"] == episode.steps[1].observation
