@@ -20,6 +20,7 @@ worked examples). :class:`HarnessGymClient` is an ``openenv`` ``EnvClient`` for 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -219,14 +220,20 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             self._mcp = (key, server)
         return self._mcp[1]
 
-    def _tool_caller(self, name: str) -> Callable[..., dict[str, Any]]:
+    def _tool_caller(self, name: str) -> Callable[..., Any]:
         def call(**arguments: Any) -> dict[str, Any]:
-            assert self.env is not None
+            if self.env is None:
+                raise EpisodeOverError("no episode is running: send reset first")
             text = self.env.bound.write_call(name, json.dumps(arguments, ensure_ascii=False))
             observation = self.step(HarnessAction(text=text))
             return {**observation.model_dump(exclude={"metadata"}), "action": text}
 
-        return call
+        async def call_in_thread(**arguments: Any) -> dict[str, Any]:
+            # openenv awaits a coroutine tool on its event loop: the step runs in a thread, so
+            # a slow step (a terminal command) does not stall the other sessions.
+            return await asyncio.to_thread(call, **arguments)
+
+        return call_in_thread
 
     @property
     def state(self) -> HarnessState:
