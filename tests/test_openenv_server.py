@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,6 +208,23 @@ def test_http_routes(server: Server) -> None:
     assert {"text", "harness_id", "state_digest", "success", "info"} <= set(
         schema["observation"]["properties"]
     )
+
+    def post(path: str, body: dict) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            server.url + path, json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"{}")
+
+    status, reply = post("/reset", {"seed": 3, "task": "ClickButton", "harness": "ObsYaml"})
+    observation, info = make_env("ClickButton", "ObsYaml").reset(seed=3)
+    assert status == 200 and reply["observation"]["text"] == observation
+    assert reply["observation"]["state_digest"] == info["state_digest"]
+    status, reply = post("/step", {"action": {"txet": "click(1)"}})
+    assert status == 422 and reply["detail"]
 
 
 def send(ws, message: object) -> dict:  # noqa: ANN001
