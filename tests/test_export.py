@@ -261,3 +261,32 @@ def test_a_native_reply_that_does_not_parse_stays_text() -> None:
     assert row["invalid_actions"] == 1 and row["success"]
     follows = row["messages"][row["messages"].index(replies[0]) + 1]
     assert follows["role"] == "user" and follows["content"] == episode.steps[1].observation
+
+
+@pytest.mark.llm
+def test_sft_trainer_trains_the_embedded_model_on_the_export(tmp_path: Path) -> None:
+    """The embedded SmolLM2, loaded the package's way, takes one SFTTrainer step on the JSONL."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from datasets import load_dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from harness_gym.llm.embedded import embedded_model_path
+    from harness_gym.train.grpo_lm import load_tokenizer
+
+    out = tmp_path / "demos.jsonl"
+    argv = ["export", "--env", "harness_gym/ClickButton-JsonNative-v0", "--episodes", "2", "--out", str(out)]
+    main(argv, out=io.StringIO())
+    data = load_dataset("json", data_files=str(out), split="train")
+    path = Path(embedded_model_path())
+    tokenizer = load_tokenizer(path)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+    first = next(model.parameters()).detach().clone()
+    args = SFTConfig(
+        output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=2, report_to="none",
+        use_cpu=True, save_strategy="no", max_length=2048, learning_rate=1e-4,
+    )  # fmt: skip
+    result = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer).train()
+    assert result.global_step == 1 and torch.isfinite(torch.tensor(result.training_loss))
+    assert not torch.equal(first, next(model.parameters()))
