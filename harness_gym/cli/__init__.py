@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import harness_gym
-from harness_gym.cli import check, evaluate, listing, play, report, search, sweep, train
+from harness_gym.cli import check, evaluate, export, listing, play, report, search, serve, sweep, train
 from harness_gym.cli.common import (
     IMPORT_OPTION,
     CLIExit,
@@ -44,6 +44,8 @@ VERBS = {
     "sweep": sweep,
     "report": report,
     "search": search,
+    "export": export,
+    "serve": serve,
 }
 
 

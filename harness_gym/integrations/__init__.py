@@ -1,0 +1,7 @@
+"""The protocols other trainers speak: trajectory export for SFT (:mod:`.export`) and an
+OpenEnv-compatible environment server (:mod:`.openenv_server`, extra ``openenv``).
+
+Each route reuses the package's own rendering (the env's observations, the harness's system
+prompt, tools and worked examples, :mod:`harness_gym.llm.chat`), so what a trainer sees is
+what the harness renders. See docs/integrations.md.
+"""

@@ -1,0 +1,390 @@
+"""``harness-gym serve`` as a real process, driven by openenv's own client (sync and async) and
+by raw WebSocket frames: oracle episodes over the wire equal in-process ones, and bad input
+gets the protocol's error codes and frees what it held.
+
+Needs the ``openenv`` extra (skipped without it; it cannot share the project's venv, see
+docs/integrations.md): ``/work/wt/h28-venv/bin/python -m pytest tests/test_openenv_server.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv")
+pytest.importorskip("uvicorn")
+
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+from harness_gym.core.harness import Harness  # noqa: E402
+from harness_gym.core.presets import PRESETS  # noqa: E402
+from harness_gym.core.registry import make_env  # noqa: E402
+from harness_gym.integrations.openenv_server import HarnessAction, HarnessGymClient  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WAIT = 60.0  # the longest a test waits for the server to do something (a loaded machine)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws = f"ws://127.0.0.1:{self.port}/ws"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cmd = [sys.executable, "-m", "harness_gym.cli", "serve", "--port", str(self.port), *args]
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if json.load(r)["status"] == "healthy":
+                        return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("server did not start")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS]
+    s = Server(*[a for t in tasks for a in ("--task", t)], "--max-sessions", "2", "--session-timeout", "0")
+    yield s
+    s.stop()
+
+
+HARNESSES = {
+    "preset_json": "Json",
+    "preset_reversed": "JsonReversed",
+    "few_shot": "JsonFewShot",
+    "bundle_xml": "BundleXml",
+    "spec_perturbed": {"obs_format": "yaml", "rename_tools": {"click": "tap"}, "field_order": "reversed"},
+    "native": "JsonNative",
+    "by_id": PRESETS["ToolsPython"].id,
+}
+
+
+#: Terminal tasks run in the bubblewrap sandbox, behind the server as in process.
+TERMINAL_TASKS = ["TermSortUnique", "TermGitCommit"]
+
+
+def terminal_harnesses() -> dict[str, object]:
+    from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
+
+    specs = {n: TERMINAL_PRESETS[n].to_dict(full=False) for n in ("MiniSweAgentStyle", "TerminusStyle")}
+    return {"Json": "Json", **specs}
+
+
+def local_harness(spec: object) -> Harness:
+    from harness_gym.core.presets import resolve_harness
+
+    if isinstance(spec, str) and spec not in PRESETS:
+        return next(h for h in PRESETS.values() if h.id == spec)
+    return resolve_harness(spec)
+
+
+def untimed(info: dict) -> dict:
+    """``info`` without the wall time a terminal command took (the one field that may differ)."""
+    if isinstance(info.get("command"), dict):
+        info = {**info, "command": {k: v for k, v in info["command"].items() if k != "seconds"}}
+    return info
+
+
+def check_episode(results: list, task: str, harness: object, seed: int) -> None:
+    """``results``: the wire's reset result then each step's, for the oracle's actions."""
+    env = make_env(task, local_harness(harness))
+    observation, info = env.reset(seed=seed)
+    first = results[0].observation
+    assert (first.text, first.state_digest, first.harness_id, first.seed) == (
+        observation,
+        info["state_digest"],
+        info["harness_id"],
+        seed,
+    )
+    assert first.info["system_prompt"] == info["system_prompt"] and first.info["tools"] == info["tools"]
+    for result in results[1:]:
+        observation, reward, terminated, truncated, info = env.step(env.oracle_action())
+        got = result.observation
+        assert (
+            got.text == observation and result.reward == reward and result.done == (terminated or truncated)
+        )
+        assert untimed(got.info) == untimed(json.loads(json.dumps(info, default=list)))
+        assert got.success == info["success"]
+    assert results[-1].done and results[-1].observation.success
+
+
+def play_sync(client: HarnessGymClient, task: str, harness: object, seed: int) -> list:
+    env = make_env(task, local_harness(harness))  # the oracle, as the agent's side knows it
+    env.reset(seed=seed)
+    results = [client.reset(seed=seed, task=task, harness=harness)]
+    while not results[-1].done:
+        action = env.oracle_action()
+        env.step(action)
+        results.append(client.step(HarnessAction(text=action)))
+    return results
+
+
+@pytest.mark.parametrize("task", ["ClickButton", "EnterText"])
+@pytest.mark.parametrize("name", list(HARNESSES))
+def test_oracle_over_the_wire_equals_in_process_sync(server: Server, task: str, name: str) -> None:
+    harness = HARNESSES[name]
+    with HarnessGymClient(base_url=server.url).sync() as client:
+        for seed in (0, 7):
+            check_episode(play_sync(client, task, harness, seed), task, harness, seed)
+        state = client.state()
+        assert state.task_id == task and state.done and state.success and state.seed == 7
+
+
+@pytest.mark.parametrize("task", TERMINAL_TASKS)
+@pytest.mark.parametrize("name", ["Json", "MiniSweAgentStyle", "TerminusStyle"])
+def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("terminal tasks need bubblewrap")
+    harness = terminal_harnesses()[name]
+    with HarnessGymClient(base_url=server.url).sync() as client:
+        check_episode(play_sync(client, task, harness, 2), task, harness, 2)
+
+
+def test_oracle_over_the_wire_equals_in_process_async(server: Server) -> None:
+    harness = HARNESSES["spec_perturbed"]
+
+    async def play(seed: int) -> list:
+        env = make_env("EnterText", local_harness(harness))
+        env.reset(seed=seed)
+        async with HarnessGymClient(base_url=server.url) as client:
+            results = [await client.reset(seed=seed, task="EnterText", harness=harness)]
+            while not results[-1].done:
+                action = env.oracle_action()
+                env.step(action)
+                results.append(await client.step(HarnessAction(text=action)))
+        return results
+
+    async def both() -> list:
+        return await asyncio.gather(play(1), play(2))  # two sessions at once (the maximum)
+
+    for seed, results in zip((1, 2), asyncio.run(both())):
+        check_episode(results, "EnterText", harness, seed)
+
+
+def test_http_routes(server: Server) -> None:
+    def get(path: str) -> dict:
+        with urllib.request.urlopen(server.url + path, timeout=10) as r:
+            return json.load(r)
+
+    assert get("/health")["status"] == "healthy"
+    assert get("/metadata")["name"] == "harness_gym"
+    schema = get("/schema")
+    assert schema["action"]["properties"]["text"]["maxLength"] == 256 * 1024
+    assert {"text", "harness_id", "state_digest", "success", "info"} <= set(
+        schema["observation"]["properties"]
+    )
+
+    def post(path: str, body: dict) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            server.url + path, json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"{}")
+
+    status, reply = post("/reset", {"seed": 3, "task": "ClickButton", "harness": "ObsYaml"})
+    observation, info = make_env("ClickButton", "ObsYaml").reset(seed=3)
+    assert status == 200 and reply["observation"]["text"] == observation
+    assert reply["observation"]["state_digest"] == info["state_digest"]
+    status, reply = post("/step", {"action": {"txet": "click(1)"}})
+    assert status == 422 and reply["detail"]
+
+
+def send(ws, message: object) -> dict:  # noqa: ANN001
+    try:
+        ws.send(message if isinstance(message, str) else json.dumps(message))
+    except ConnectionClosed:  # a refused session sends its error frame, then closes: read it
+        pass
+    return json.loads(ws.recv(timeout=WAIT))
+
+
+def error_code(reply: dict) -> str | None:
+    return reply["data"].get("code") if reply.get("type") == "error" else None
+
+
+def test_bad_frames_get_protocol_codes_and_the_session_goes_on(server: Server) -> None:
+    with connect(server.ws, max_size=None) as ws:
+        assert error_code(send(ws, "{not json")) == "INVALID_JSON"
+        assert error_code(send(ws, {"type": "teleport"})) == "UNKNOWN_TYPE"
+        assert (
+            error_code(send(ws, {"type": "step", "data": {"text": "x" * (1024 * 1024)}}))
+            == "VALIDATION_ERROR"
+        )
+        assert error_code(send(ws, {"type": "step", "data": {"text": "click(1)"}})) == "EXECUTION_ERROR"
+        assert error_code(send(ws, {"type": "reset", "data": {"task": "NoSuchTask"}})) == "EXECUTION_ERROR"
+        assert (
+            error_code(send(ws, {"type": "reset", "data": {"harness": "NoSuchPreset"}})) == "EXECUTION_ERROR"
+        )
+        assert (
+            error_code(send(ws, {"type": "reset", "data": {"harness": "/etc/passwd.yaml"}}))
+            == "EXECUTION_ERROR"
+        )
+        reply = send(ws, {"type": "reset", "data": {"seed": 4, "task": "ClickButton"}})
+        assert reply["type"] == "observation"
+        env = make_env("ClickButton", "Json")
+        env.reset(seed=4)
+        reply = send(ws, {"type": "step", "data": {"text": env.oracle_action()}})
+        assert reply["data"]["done"] is True and reply["data"]["reward"] == 1.0
+        after = send(ws, {"type": "step", "data": {"text": env.oracle_action()}})  # the episode ended
+        assert error_code(after) == "EXECUTION_ERROR" and "reset" in after["data"]["message"]
+        bad = send(ws, {"type": "step", "data": {"text": "\x00\x01{{{" * 1000}})
+        assert error_code(bad) == "EXECUTION_ERROR"
+        reply = send(ws, {"type": "reset", "data": {"seed": 5}})
+        garbage = send(ws, {"type": "step", "data": {"text": "\x00\x01{{{" * 1000}})  # bad agent output
+        assert garbage["type"] == "observation" and garbage["data"]["observation"]["info"]["error_kind"]
+
+
+def open_session(server: Server):  # noqa: ANN201
+    ws = connect(server.ws).__enter__()  # held open across calls; closed by the caller
+    reply = send(ws, {"type": "reset", "data": {"seed": 0}})
+    return ws, reply
+
+
+def wait_for_free_slot(server: Server) -> object:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ws, reply = open_session(server)
+        if reply["type"] == "observation":
+            return ws
+        ws.close()
+        time.sleep(0.2)
+    raise AssertionError("no session slot was freed")
+
+
+def test_more_sessions_than_allowed_and_a_client_that_vanishes(server: Server) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import json, sys, time\nfrom websockets.sync.client import connect\n"
+         f"ws = connect({server.ws!r})\nws.send(json.dumps({{'type': 'reset', 'data': {{'seed': 1}}}}))\n"
+         "print(json.loads(ws.recv())['type'], flush=True)\ntime.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "observation"  # holds slot 1 of 2, mid-episode
+        second = wait_for_free_slot(server)  # slot 2
+        third, reply = open_session(server)
+        assert error_code(reply) == "CAPACITY_REACHED" and reply["data"]["max_sessions"] == 2
+        third.close()
+        holder.kill()  # vanishes without a close frame
+        holder.wait()
+        replacement = wait_for_free_slot(server)  # its slot came back
+        replacement.close()
+        second.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_idle_session_is_destroyed_after_the_timeout() -> None:
+    server = Server("--max-sessions", "1", "--session-timeout", "1")
+    try:
+        idle, reply = open_session(server)  # connected, never closed, never used again
+        assert reply["type"] == "observation"
+        _, refused = open_session(server)
+        assert error_code(refused) == "CAPACITY_REACHED"
+        wait_for_free_slot(server).close()  # the reaper destroyed the idle session
+        idle.close()
+    finally:
+        server.stop()
+
+
+BAD_SERVE = [
+    (["--task", "NoSuchTask"], "NoSuchTask"),
+    (["--harness", "NoSuchPreset"], "NoSuchPreset"),
+    (["--port", "70000"], "--port"),
+    (["--max-sessions", "0"], "--max-sessions"),
+    (["--session-timeout", "-1"], "--session-timeout"),
+]
+
+
+@pytest.mark.parametrize("extra,message", BAD_SERVE, ids=[b[1] for b in BAD_SERVE])
+def test_bad_serve_arguments_are_one_line(extra: list[str], message: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness_gym.cli", "serve", *extra],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and message in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_mcp_tools_are_the_harness_tools_as_written_and_a_call_is_a_step(server: Server) -> None:
+    from openenv.core.mcp_client import MCPToolClient
+
+    spec = {
+        "rename_tools": {"type": "fill"},
+        "rename_args": {"ref": "element"},
+        "tool_order": ["select", "type", "click", "press"],
+        "tool_descriptions": "none",
+    }
+    env = make_env("EnterText", spec)
+    _, info = env.reset(seed=6)
+
+    async def play() -> tuple[list, list, str]:
+        async with MCPToolClient(base_url=server.url, mode="production") as client:
+            first = await client.reset(seed=6, task="EnterText", harness=spec)
+            assert first.observation.state_digest == info["state_digest"]
+            tools = await client.list_tools(use_cache=False)
+            results, done = [], False
+            while not done:
+                name, arguments = env.unwrapped.bound.toolbox.call(
+                    env.unwrapped.bound.parse(env.oracle_action())
+                )
+                got = await client.call_tool(name, **arguments)
+                results.append((got, env.step(env.oracle_action())))
+                done = got["done"]
+            try:
+                await client.call_tool(name, **arguments)  # the episode ended
+                after = ""
+            except RuntimeError as err:
+                after = str(err)
+            return tools, results, after
+
+    tools, results, after = asyncio.run(play())
+    written = [t["function"] for t in info["tools"]]
+    assert [(t.name, t.description, t.input_schema) for t in tools] == [
+        (f["name"], f.get("description", ""), f["parameters"]) for f in written
+    ]
+    assert [t.name for t in tools] == ["select", "fill", "click", "press"]
+    assert "element" in tools[1].input_schema["properties"]
+    for got, (observation, reward, terminated, truncated, step_info) in results:
+        assert got["text"] == observation and got["reward"] == reward
+        assert got["done"] == (terminated or truncated) and got["success"] == step_info["success"]
+    assert results[-1][0]["success"] and "reset" in after
