@@ -1,7 +1,8 @@
 # harness-gym: two commands on a fresh machine.
 #   make demo   set up, then run the main job: a small robustness sweep and its report
 #   make test   set up, then run the test suite (the default, fast suites)
-# Also: make test-llm (real language models: in process and a vLLM server).
+# Also: make test-llm (real language models: in process and a vLLM server), make test-openenv
+# (the OpenEnv server in its own venv).
 # Also: make test-slow (long training suites), make bench (benchmarks), make lint.
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXTRAS := test,analysis,rl,browser,llm,trl,pettingzoo
 
-.PHONY: setup system-deps demo test test-slow test-llm bench lint clean serve-model
+.PHONY: setup system-deps demo test test-slow test-llm test-openenv bench lint clean serve-model
 
 setup: $(STAMP) system-deps
 
@@ -51,6 +52,18 @@ test-slow: setup
 test-llm: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
+# The OpenEnv server (harness-gym serve) against openenv's own client. openenv 0.10 pins
+# pillow < 13 (through gradio), so it lives in its own venv, .venv-openenv (docs/integrations.md).
+OPENENV_VENV := .venv-openenv
+$(OPENENV_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv]'
+	touch $@
+
+test-openenv: system-deps $(OPENENV_VENV)/.installed
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist tests/test_openenv_server.py \
+		tests/test_docs.py -k 'openenv_server or integrations'
+
 bench: setup
 	$(BIN)/python benchmarks/import_time.py
 	$(BIN)/python benchmarks/step_throughput.py
@@ -60,6 +73,7 @@ bench: setup
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/browser_throughput.py
 	$(BIN)/python benchmarks/terminal_throughput.py
+	$(BIN)/python benchmarks/terminal_verifier.py
 	$(BIN)/python benchmarks/multiagent_panel.py
 	$(BIN)/python benchmarks/llm_rollouts.py
 	$(BIN)/python benchmarks/grpo_step.py
@@ -74,4 +88,4 @@ serve-model: setup
 	bash scripts/vllm-server.sh $(ARGS)
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OPENENV_VENV) runs .pytest_cache .ruff_cache .hypothesis
