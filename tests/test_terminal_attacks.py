@@ -14,6 +14,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -133,7 +134,7 @@ for f in sorted(found):
 """
 
 
-def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch, tmp_path) -> None:
+def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch, tmp_path, request) -> None:
     """Decoy variables in the host's environment, a decoy component in the checkout's path
     (the runner is read from a 0700 folder named after it) and in the host's working
     directory; then every readable file of the sandbox's /proc and its file system is
@@ -147,6 +148,13 @@ def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch
     monkeypatch.setattr(sandbox_module, "RUNNER", checkout / "runner.py")
     monkeypatch.setattr(sandbox_module, "_runner_code", [])
     monkeypatch.chdir(checkout)
+    # A $TMPDIR that names the user, as many do (reachable by the sandbox's uid).
+    host_tmp = Path(tempfile.mkdtemp(prefix=f"{decoy}-tmp-", dir="/tmp"))
+    host_tmp.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(host_tmp, ignore_errors=True))
+    monkeypatch.setenv("TMPDIR", str(host_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.delenv(sandbox_module.EPISODE_BASE_VARIABLE, raising=False)
     needles = [decoy, str(ROOT), str(checkout)]
     if str(Path.home()) not in ("/", "/root", "/home/agent", "/nonexistent"):
         needles.append(str(Path.home()))

@@ -1113,18 +1113,39 @@ def _process_tag(pid: int) -> str | None:
         return None
 
 
+#: Chooses the host folder of episode directories (default: ``/tmp``, whatever ``$TMPDIR`` says).
+EPISODE_BASE_VARIABLE = "HARNESS_GYM_SANDBOX_TMP"
+
+
+def episode_base() -> str:
+    """The host folder that holds episode directories.
+
+    A bind mount's source path shows inside the sandbox (``/proc/self/mountinfo``), so the
+    default is a fixed, neutral ``/tmp`` (or ``/var/tmp``) rather than ``$TMPDIR``, which often
+    names the user (``/home/alice/tmp``, ``/run/user/1000``). ``$HARNESS_GYM_SANDBOX_TMP``
+    chooses another folder, which the agent can then see.
+    """
+    chosen = os.environ.get(EPISODE_BASE_VARIABLE)
+    if chosen:
+        return chosen
+    for base in ("/tmp", "/var/tmp"):
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            return base
+    return tempfile.gettempdir()
+
+
 def owned_tempdir(prefix: str = EPISODE_PREFIX) -> Path:
-    """A fresh host temp directory whose :data:`OWNER_FILE` names this process; stale ones
-    (their owner gone, e.g. a killed harness) are removed first."""
+    """A fresh host directory (under :func:`episode_base`) whose :data:`OWNER_FILE` names this
+    process; stale ones (their owner gone, e.g. a killed harness) are removed first."""
     remove_stale_episode_dirs()
-    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=episode_base()))
     (root / OWNER_FILE).write_text(_process_tag(os.getpid()) or "")
     return root
 
 
 def remove_stale_episode_dirs(base: str | os.PathLike[str] | None = None) -> list[str]:
     """Remove this user's episode and snapshot directories whose owner process is gone."""
-    base = os.fspath(base or tempfile.gettempdir())
+    base = os.fspath(base or episode_base())
     removed = []
     try:
         with os.scandir(base) as entries:
