@@ -311,7 +311,7 @@ def _round_trip_problem(env: HarnessEnv, action: Action) -> str | None:
     except Exception as err:  # noqa: BLE001 - a writer raising is a finding
         return f"{action} cannot be written: {type(err).__name__}: {err}"
     try:
-        back = env.bound.toolbox.parse(text)
+        back = env.bound.parse(text)
     except ActionError as err:
         return None if err.kind == "too_long" else f"{action} written as {text!r} does not parse: {err}"
     except Exception as err:  # noqa: BLE001 - a reader raising is a finding

@@ -480,22 +480,18 @@ class BoundHarness:
         if len(written) >= 8192:
             written.clear()
             self._known.clear()
-        checked, error = self._round_trip(action)
-        text = self.format_action(action) if error is None else None
+        text = self.format_action(action) if self.round_trip_error(action) is None else None
         written[action] = text
-        if checked is not None and error is None:
-            self._known[checked] = action  # only a text seen to parse back to ``action``
+        if text is not None and self.harness.tool_channel != "native":
+            # Seen to parse back to ``action``; on the native channel the checked text is the
+            # written-back call, not this one, so nothing is remembered there.
+            self._known[text] = action
         return text
 
     def round_trip_error(self, action: Action) -> ActionError | None:
         """Why ``action`` cannot be written and read back through this harness, or ``None``."""
-        return self._round_trip(action)[1]
-
-    def _round_trip(self, action: Action) -> tuple[str | None, ActionError | None]:
-        """The text an agent would send for ``action`` on this channel, and why it does not
-        parse back to ``action`` (``None`` when it does)."""
         if not self.exposes(action):
-            return None, ActionError("unknown_tool", f"this harness has no tool for {action.name!r}")
+            return ActionError("unknown_tool", f"this harness has no tool for {action.name!r}")
         if self.harness.tool_channel == "native":  # the path a model's call takes
             name, arguments = self.toolbox.call(action)
             text = self.write_call(name, json.dumps(arguments, ensure_ascii=False))
@@ -504,10 +500,10 @@ class BoundHarness:
         try:
             back = self.toolbox.parse(text)
         except ActionError as err:
-            return text, err
+            return err
         if back != action:
-            return text, ActionError("malformed", f"{text!r} parses back as {back}, not {action}")
-        return text, None
+            return ActionError("malformed", f"{text!r} parses back as {back}, not {action}")
+        return None
 
 
 def _field_order(order: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
