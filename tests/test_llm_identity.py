@@ -274,3 +274,16 @@ def test_sweep_resume_names_error_rows_and_the_flag(tmp_path: Path) -> None:
     run_sweep(spec, tmp_path, workers=0, progress=False, log=log)
     assert "2 of the done cells recorded an error (2 of them model-server outages)" in log.getvalue()
     assert "--retry-errors" in log.getvalue()
+
+
+@pytest.mark.llm
+def test_embedded_model_rows_carry_its_content_hash_and_rerun_from_cache(tmp_path: Path) -> None:
+    """The real embedded model: its identity is the hash of its folder, recorded and keyed."""
+    from harness_gym.llm.embedded import embedded_model_path
+
+    spec = f"llm?max_tokens=8&cache={tmp_path}"
+    first = _play(spec, range(2))
+    assert first.backend.identity == folder_identity(embedded_model_path())
+    assert first.episode_record()["model_identity"].startswith("sha256:") and first.cache.hits == 0
+    again = _play(spec + "&threads=1", range(2))
+    assert again.cache.hits == 2 and again.name == first.name == "llm?max_tokens=8"
