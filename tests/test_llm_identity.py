@@ -193,9 +193,11 @@ def test_folders_of_the_same_name_never_share_replies(tmp_path: Path) -> None:
     other = _play(f"hf:{two}?max_tokens=3&cache={cache}", range(3))
     assert other.cache.hits == 0  # another model in a folder of the same base name
     assert other.episode_record()["model_identity"] == folder_identity(two)
-    # Retraining into the same folder is another model too.
+    # Retraining into the same folder is another model too, loaded anew in the same process.
     _tiny_model(one, seed=3)
     assert folder_identity(one) not in (first.backend.identity, other.backend.identity)
+    retrained = _play(f"hf:{one}?max_tokens=3&cache={cache}", range(3))
+    assert retrained.cache.hits == 0 and retrained.backend.identity == folder_identity(one)
 
 
 def test_folder_identity_is_memoized_and_names_an_empty_folder(tmp_path: Path) -> None:
@@ -236,7 +238,11 @@ def test_eval_outage_is_an_error_not_zero_percent(servers: list[Server], tmp_pat
     url = _dead_url() if fault == "dead port" else server.url
     model = "nosuch" if fault == "wrong model" else "m"
     line, rows = _eval(f"openai:{model}@{url}?max_tokens=4&retries=0&timeout=0.3&cache=off", tmp_path)
-    want = {"dead port": "cannot reach", "wrong model": "HTTP 404", "timeout": "no answer within"}[fault]
+    want = {
+        "dead port": "cannot reach",
+        "wrong model": "does not serve 'nosuch' (it serves ['m'])",
+        "timeout": "no answer within",
+    }[fault]
     assert "lost model replies" in line and want in line and "\n" not in line.strip()
     assert len(rows) == 2 and all(r["error"] and r["error"].startswith("LLMBackendError") for r in rows)
 

@@ -117,6 +117,13 @@ class OpenAIBackend:
             if completion.error_kind not in RETRYABLE or attempts > self.retries:
                 completion.latency = time.perf_counter() - start
                 completion.attempts = attempts
+                if (completion.error or "").startswith("HTTP 404"):
+                    self.identity  # noqa: B018 - asks GET /models, which fills self.served
+                    if self.served is not None and self.model_id not in self.served:
+                        completion.error = (
+                            f"the server at {self.base_url} does not serve {self.model_id!r} "
+                            f"(it serves {self.served}): {completion.error}"
+                        )
                 return completion
             wait = retry_after if retry_after is not None else self.backoff * 2 ** (attempts - 1)
             self._sleep(min(30.0, wait) * (1.0 if retry_after is not None else random.uniform(0.8, 1.2)))

@@ -227,8 +227,20 @@ _BACKENDS: dict[tuple[Any, ...], Any] = {}
 
 
 def build_backend(spec: LLMSpec) -> Any:
-    """The backend a spec names (built once per process and configuration)."""
+    """The backend a spec names (built once per process, configuration and, for a local
+    folder, content: a model retrained into the same folder is loaded anew)."""
     key = spec.backend_key()
+    path: Any = None
+    if spec.kind != "openai":
+        from harness_gym.llm.identity import folder_identity
+
+        if spec.kind == "embedded":
+            from harness_gym.llm.embedded import embedded_model_path
+
+            path = embedded_model_path()
+        else:
+            path = spec.model
+        key = (*key, folder_identity(path))
     if key in _BACKENDS:
         return _BACKENDS[key]
     o = spec.options
@@ -247,12 +259,6 @@ def build_backend(spec: LLMSpec) -> Any:
     else:
         from harness_gym.llm.transformers_backend import TransformersBackend
 
-        if spec.kind == "embedded":
-            from harness_gym.llm.embedded import embedded_model_path
-
-            path = embedded_model_path()
-        else:
-            path = spec.model
         backend = TransformersBackend(
             path,
             threads=o.get("threads"),
