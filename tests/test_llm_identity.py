@@ -269,17 +269,32 @@ def test_search_stops_on_an_outage_and_retries_on_request(servers: list[Server],
     assert up.chats > 0
 
 
-def test_sweep_resume_names_error_rows_and_the_flag(tmp_path: Path) -> None:
-    from harness_gym.analysis.sweep import SweepSpec, run_sweep
+def test_sweep_resume_names_error_rows_and_the_flag(servers: list[Server], tmp_path: Path) -> None:
+    from harness_gym.analysis.sweep import SweepSpec, load_rows, run_sweep
 
-    agent = f"openai:m@{_dead_url()}?max_tokens=4&retries=0&timeout=1&cache=off"
-    spec = SweepSpec.build([agent], tasks=["ClickButton"], space=SPACE, subset="all", seeds=1, ceiling=False)
-    first = run_sweep(spec, tmp_path, workers=0, progress=False, log=io.StringIO())
+    def spec(url: str, reach: str) -> SweepSpec:
+        agent = f"openai:m@{url}?max_tokens=4&{reach}&cache=off"
+        return SweepSpec.build(
+            [agent], tasks=["ClickButton"], space=SPACE, subset="all", seeds=1, ceiling=False
+        )
+
+    down = spec(_dead_url(), "retries=0&timeout=1")
+    first = run_sweep(down, tmp_path, workers=0, progress=False, log=io.StringIO())
     assert first.n_errors == 2
     log = io.StringIO()
-    run_sweep(spec, tmp_path, workers=0, progress=False, log=log)
+    run_sweep(down, tmp_path, workers=0, progress=False, log=log)
     assert "2 of the done cells recorded an error (2 of them model-server outages)" in log.getvalue()
     assert "--retry-errors" in log.getvalue()
+    # The server comes back at another port, reached with other settings: the same sweep.
+    up = Server({"m": {"root": "/ckpt"}})
+    servers.append(up)
+    back = spec(up.url, "retries=2&timeout=5&concurrency=3")
+    assert back.id == down.id
+    again = run_sweep(back, tmp_path, workers=0, progress=False, retry_errors=True, log=io.StringIO())
+    assert again.n_run == 2 and again.n_errors == 0 and up.chats > 0
+    rows = load_rows(tmp_path)
+    assert rows["error"].isna().all() and set(rows["agent"]) == {"openai:m?max_tokens=4"}
+    assert rows["model_identity"].str.startswith("served:m:").all()
 
 
 @pytest.mark.llm
