@@ -7,7 +7,7 @@ Each file's hash is memoized by (path, size, mtime) in this process and on disk 
 user cache, so reuse costs a ``stat`` per file.
 
 A served model (``openai:``) is identified by what the server says about it on
-``GET /v1/models`` (its id and, where given, ``root``, ``parent``, ``revision``,
+``GET /v1/models`` (its id and, where given, ``root``, ``parent``, ``revision``, ``max_model_len``,
 ``checksum``; vLLM's ``created`` is the time of the request, so it is left out) and by the
 ``revision`` the user sets in the agent spec. A server that does not answer there is recorded
 as ``unverified``: its replies are keyed by the served name and the revision alone.
@@ -44,7 +44,7 @@ MODEL_FILES = (
     "*.index.json",
 )
 #: Fields of a ``/v1/models`` entry that identify the weights behind a served name.
-SERVER_FIELDS = ("id", "root", "parent", "revision", "checksum")
+SERVER_FIELDS = ("id", "root", "parent", "revision", "checksum", "max_model_len")
 
 _MEMO: dict[tuple[str, int, int], str] = {}
 _LOCK = threading.Lock()
