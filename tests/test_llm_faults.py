@@ -669,7 +669,8 @@ def test_good_spec_builds_an_agent_that_reaches_the_server(stand_in: StandIn, tm
     sent = stand_in.received[0]
     assert (sent["temperature"], sent["max_tokens"], sent["model"]) == (0.5, 9, "stand-in")
     assert sent["seed"] == Sampling(seed=4).request_seed(0, 0)
-    assert agent.name == spec.text and agent.cache.root == tmp_path
+    assert agent.name == spec.name and agent.cache.root == tmp_path
+    assert stand_in.base_url not in agent.name and "retries" not in agent.name  # how, not what
 
 
 def test_408_is_a_retried_timeout(stand_in: StandIn, make_backend) -> None:

@@ -40,6 +40,10 @@ def test_sweep_records_model_rows_resumes_and_reruns_from_cache(
     # Every request the rows count reached the server, and nothing else did.
     assert sent == int(llm["llm_requests"].sum()) > 0
     assert set(llm["model"]) == {vllm_server.model} and set(llm["backend"]) == {"openai"}
+    # The identity is what the real server reports about the model (vLLM: its id and root).
+    (identity,) = set(llm["model_identity"])
+    assert identity.startswith(f"served:{vllm_server.model}:")
+    assert vllm_server.base_url not in set(llm["agent"]).pop()  # named by what, not where
     assert (llm["prompt_tokens"] > 0).all() and (llm["completion_tokens"] > 0).all()
     for row in llm.itertuples():
         completions = json.loads(row.completions)

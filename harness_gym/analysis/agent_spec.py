@@ -206,7 +206,7 @@ def _parse_string(spec: str) -> AgentSpec:
             parsed = parse_llm_spec(spec)
         except LLMSpecError as err:
             raise AgentSpecError(str(err)) from None
-        return AgentSpec(spec, "llm", parsed.text)
+        return AgentSpec(parsed.name, "llm", parsed.text)  # named without how it is reached
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in MODEL_HOOKS:
         if not rest:

@@ -237,11 +237,16 @@ def run_search(
     overwrite: bool = False,
     log: TextIO | None = None,
     in_flight: int = 8,
+    retry_errors: bool = False,
 ) -> SearchResult:
     """Run (or resume) a search into ``out_dir`` and write its tables and best harness.
 
+    ``retry_errors`` runs the episodes that recorded an error again (after a server outage).
+
     Raises:
-        SearchError: ``out_dir`` holds another search (or a sweep); a bad worker count.
+        SearchError: ``out_dir`` holds another search (or a sweep); a bad worker count; an
+            episode lost model replies (now, or in the rows a resume finds without
+            ``retry_errors``): no harness is chosen from an outage.
     """
     if workers < 0:
         raise SearchError(f"workers must be >= 0 (0: in this process), got {workers}")
@@ -250,10 +255,27 @@ def run_search(
     claim(out, spec, overwrite)
     start = time.perf_counter()
     ev = Evaluator(
-        out, spec.id, spec.agent, spec.dev_seeds, spec.ceiling, spec.node_limit, workers, progress, in_flight
+        out,
+        spec.id,
+        spec.agent,
+        spec.dev_seeds,
+        spec.ceiling,
+        spec.node_limit,
+        workers,
+        progress,
+        in_flight,
+        retry_errors,
     )
     if ev.resumed:
         log.write(f"resuming {spec.id}: {ev.resumed:,} episodes already run are reused\n")
+    if ev.retried:
+        log.write(f"--retry-errors: {ev.retried:,} episodes that recorded an error run again\n")
+    crashed = sum(r.get("error") is not None for r in ev.rows.values())
+    if crashed:
+        log.write(
+            f"{crashed:,} reused episodes recorded an error and count as failures; "
+            "--retry-errors runs them again\n"
+        )
     state = _Search(spec, ev, log)
     try:
         chosen = state.run()
@@ -278,7 +300,7 @@ def search(
     **kwargs: Any,
 ) -> SearchResult:
     """Build a :class:`SearchSpec` and run it: the one-call form of ``harness-gym search``."""
-    run_keys = {"workers", "progress", "overwrite", "log", "in_flight"}
+    run_keys = {"workers", "progress", "overwrite", "log", "in_flight", "retry_errors"}
     run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
     spec = SearchSpec.build(agent, tasks, space, budget, **kwargs)
     return run_search(spec, out_dir, **run_kwargs)

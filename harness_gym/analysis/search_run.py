@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.analysis.agent_spec import AgentSpec
-from harness_gym.analysis.sweep_cell import WORKER_DIED, clear_caches, lost_row, run_cell, run_cells_batched
+from harness_gym.analysis.search_spec import SearchError
+from harness_gym.analysis.sweep_cell import (
+    WORKER_DIED,
+    clear_caches,
+    is_outage,
+    lost_row,
+    run_cell,
+    run_cells_batched,
+)
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.analysis.sweep_store import ROWS_JSONL, RowWriter, read_finished
 from harness_gym.core.harness import Harness
@@ -115,6 +123,11 @@ class Evaluator:
 
     ``spent`` counts dev episodes (rows whose seed is a dev seed), whether run now or read
     back on resume, so a resumed search makes the same decisions as an uninterrupted one.
+
+    A row whose episode lost model replies (a server outage, :func:`is_outage`) would score
+    the harness for the outage, so the search stops with a :class:`SearchError` when one is
+    written, and a resume that finds one refuses unless ``retry_errors`` (which runs every
+    error row again).
     """
 
     def __init__(
@@ -128,6 +141,7 @@ class Evaluator:
         workers: int = 0,
         progress: bool = False,
         in_flight: int = 8,
+        retry_errors: bool = False,
     ) -> None:
         self.out_dir = out_dir
         self.search_id = search_id
@@ -141,9 +155,22 @@ class Evaluator:
         self.in_flight = in_flight
         finished = read_finished(out_dir, search_id)
         self.rows: dict[tuple[str, str, int], dict[str, Any]] = {
-            (r["task_id"], r["harness_id"], int(r["seed"])): r for r in finished.values()
+            (r["task_id"], r["harness_id"], int(r["seed"])): finished[i] for i, r in sorted(finished.items())
         }
         self.next_index = max(finished, default=-1) + 1
+        failed = {k: r for k, r in self.rows.items() if r.get("error") is not None}
+        self.retried = 0
+        if retry_errors:
+            for key in failed:
+                del self.rows[key]
+            self.retried = len(failed)
+        elif any(map(is_outage, failed.values())):
+            first = next(r for r in failed.values() if is_outage(r))
+            raise SearchError(
+                f"{out_dir} holds {sum(map(is_outage, failed.values()))} episode(s) that lost model "
+                f"replies ({first['error']}); they would count as failures: once the server is up, "
+                "run again with --retry-errors"
+            )
         self.resumed = len(self.rows)
         self.ran = 0
         self.spent = 0  # dev episodes the search has asked for so far (its budget clock)
@@ -219,6 +246,13 @@ class Evaluator:
                     raise
         finally:
             writer.close()
+        lost = [r for r in writer.rows if is_outage(r)]
+        if lost:
+            raise SearchError(
+                f"search stopped: {len(lost)} of {len(writer.rows)} episode(s) lost model replies "
+                f"({lost[0]['error']}); no harness is chosen from them. Once the server is up, run the "
+                "same command with --retry-errors (the finished episodes are kept)"
+            )
 
     def close(self) -> None:
         """Stop the worker processes (if any); the pool is kept between evaluations until then."""

@@ -41,6 +41,7 @@ from typing import Any, TextIO
 from harness_gym.analysis.sweep_cell import (
     WORKER_DIED,
     clear_caches,
+    is_outage,
     run_cell,
     run_cells,
     run_cells_batched,
@@ -200,6 +201,13 @@ def run_sweep(
             f"resuming {spec.id}: {len(finished):,} of {len(cells):,} cells already done, "
             f"{len(todo):,} to run"
         )
+        failed = [r for r in finished.values() if r.get("error") is not None]
+        if failed:
+            outages = sum(map(is_outage, failed))
+            note(
+                f"{len(failed):,} of the done cells recorded an error ({outages:,} of them model-server "
+                "outages) and are left out of every statistic; --retry-errors runs them again"
+            )
     if todo and spec.agents and any(a.obj is not None for a in spec.agents) and workers > 0:
         check_importable(spec.agents)
     clear_caches()  # in-process runs must not reuse envs or agents of another sweep

@@ -15,11 +15,14 @@ from typing import Any
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.core.harness import Harness
 
-#: What rows of language-model agents add (None for other agents): the model and backend,
+#: What rows of language-model agents add (None for other agents): the model, its identity
+#: (a content hash of local weights, or what the server reports: :mod:`harness_gym.llm.identity`)
+#: and backend,
 #: sampling parameters, the grammar used, requests, cache hits, token counts, model latency,
 #: error kinds and the raw completions of the episode.
 LLM_COLUMNS = (
     "model",
+    "model_identity",
     "backend",
     "sampling",
     "constrained",
@@ -31,6 +34,27 @@ LLM_COLUMNS = (
     "llm_errors",
     "completions",
 )
+
+#: How the ``error`` of a row whose episode lost model replies to the transport begins (server
+#: down, wrong model name, timeouts, 429 / 5xx after retries): an outage, not the model's failure.
+OUTAGE = "LLMBackendError"
+
+
+def outage_error(record: dict[str, Any]) -> str | None:
+    """The row error for an episode record (:meth:`LLMAgent.episode_record`) that lost replies."""
+    failed = record.get("transport_failures") or 0
+    if not failed:
+        return None
+    return (
+        f"{OUTAGE}: {failed} of {record.get('llm_requests')} model requests got no reply "
+        f"({record.get('first_error')})"
+    )
+
+
+def is_outage(row: dict[str, Any]) -> bool:
+    """Whether a row's error is a model-server outage (retry it; never count it as a failure)."""
+    return str(row.get("error") or "").startswith(OUTAGE)
+
 
 _CACHE: dict[str, dict[Any, Any]] = {"env": {}, "agent": {}, "ceiling": {}}
 _CACHE_LIMIT = 512
@@ -123,13 +147,8 @@ def run_cells_batched(
                 wall_time=float(result.wall_time),
             )
             record = dict(result.extra)
-            failed, first = record.pop("transport_failures", 0), record.pop("first_error", None)
             row.update({k: v for k, v in record.items() if k in LLM_COLUMNS})
-            if failed:
-                row["error"] = (
-                    f"LLMBackendError: {failed} of {record.get('llm_requests')} model requests got no "
-                    f"reply ({first})"
-                )
+            row["error"] = outage_error(record)
         if ceiling:
             add_ceiling(row, cell, node_limit)
         write([row])

@@ -158,6 +158,7 @@ def _schema(factors: Sequence[str]) -> Any:
             *[(f"level_{f}", pa.string()) for f in factors],
             ("harness", pa.string()),  # the full spec as JSON
             ("model", pa.string()),
+            ("model_identity", pa.string()),
             ("backend", pa.string()),
             ("sampling", pa.string()),  # JSON
             ("constrained", pa.string()),

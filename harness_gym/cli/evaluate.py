@@ -66,6 +66,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     import gymnasium as gym
 
     from harness_gym.analysis.agent_spec import parse_agent
+    from harness_gym.analysis.sweep_cell import outage_error
     from harness_gym.llm.cli_options import apply_llm_options
     from harness_gym.progress import progress
     from harness_gym.rollout import Episode, EpisodeResult, run_batched, run_episode
@@ -94,6 +95,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
                         if err is not None:
                             raise err
                         assert result is not None
+                        result.error = outage_error(result.extra)  # an outage, not a failure
                         yield result
                     continue
                 env, built = first.pop(k) if env_id == env_ids[0] and k in first else (None, None)
@@ -110,7 +112,14 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     if out_path is not None:
         write_results(results, out_path)
         out.write(f"wrote {len(results)} rows to {args.out}\n")
-    write_summary(results, out)
+    lost = [r for r in results if r.error is not None]
+    write_summary([r for r in results if r.error is None], out)
+    if lost:
+        # One line, and a failing exit: an outage is not a 0% success rate.
+        raise CommandError(
+            f"{len(lost)} of {len(results)} episodes lost model replies and are left out of the "
+            f"success rates: {lost[0].error}; check the server (URL, model name, timeout) and run again"
+        )
     return 0
 
 

@@ -72,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="discard the folder's rows instead of resuming"
     )
+    parser.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="run again the episodes that recorded an error (a model-server outage stops a search)",
+    )
     parser.add_argument("--report", action="store_true", help="build the report when the search ends")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     add_llm_arguments(parser)
@@ -108,6 +113,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         overwrite=args.overwrite,
         log=None if not args.quiet else _Null(),
         in_flight=args.in_flight,
+        retry_errors=args.retry_errors,
     )
     ratio = result.dev_episodes / spec.exhaustive_cost()
     out.write(

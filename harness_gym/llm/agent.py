@@ -164,7 +164,8 @@ class LLMAgent:
     # -- records -----------------------------------------------------------------------------
 
     def _cache_id(self) -> tuple[str, str]:
-        return self.backend.kind, self.backend.model_id
+        """The model as the cache keys it: its identity, never only its name."""
+        return self.backend.kind, _identity(self.backend)
 
     def episode_record(self) -> dict[str, Any]:
         """What a result row records about this episode's model use."""
@@ -174,6 +175,7 @@ class LLMAgent:
         transport = sum(1 for c in done if c.error_kind in TRANSPORT_ERRORS)
         return {
             "model": self.backend.model_id,
+            "model_identity": _identity(self.backend),
             "backend": self.backend.kind,
             "sampling": self.sampling.to_dict(),
             "constrained": ",".join(sorted(set(self._grammars))) or "none",
@@ -187,3 +189,9 @@ class LLMAgent:
             "transport_failures": transport,
             "first_error": next((c.error for c in done if c.error), None),
         }
+
+
+def _identity(backend: Backend) -> str:
+    """``backend.identity``; a backend without one is keyed by its name (plugins, tests)."""
+    identity = getattr(backend, "identity", None)
+    return str(identity) if identity else f"name:{backend.model_id}"

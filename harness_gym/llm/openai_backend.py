@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from harness_gym.llm.identity import server_identity
 from harness_gym.llm.types import ChatRequest, Completion, ToolCall
 
 RETRYABLE = ("connection", "timeout", "http_429", "http_5xx")
@@ -35,6 +37,7 @@ class OpenAIBackend:
             a ``Retry-After`` header overrides it.
         concurrency: most requests in flight at once.
         structured_outputs: whether the server takes vLLM's ``structured_outputs`` field.
+        revision: the user's name for the weights behind ``model`` (part of :attr:`identity`).
     """
 
     kind = "openai"
@@ -49,6 +52,7 @@ class OpenAIBackend:
         backoff: float = 0.5,
         concurrency: int = 8,
         structured_outputs: bool = True,
+        revision: str | None = None,
     ) -> None:
         import openai
 
@@ -68,6 +72,30 @@ class OpenAIBackend:
         )
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="harness-gym-llm")
         self._sleep = time.sleep
+        self.revision = revision
+        self._identity: str | None = None
+        self._identity_lock = threading.Lock()
+        #: The model ids the server listed on ``GET /models`` (None: it did not answer).
+        self.served: list[str] | None = None
+
+    @property
+    def identity(self) -> str:
+        """What the server reports about ``model`` (:func:`~harness_gym.llm.identity.server_identity`),
+        asked once; the cache key and the rows' ``model_identity``."""
+        with self._identity_lock:
+            if self._identity is None:
+                entry = None
+                try:
+                    listed = [m.model_dump() for m in self._client.models.list()]
+                    self.served = [str(m.get("id")) for m in listed]
+                    entry = next((m for m in listed if m.get("id") == self.model_id), None)
+                except Exception:  # noqa: BLE001 - no /models: keyed by name and revision
+                    listed = None
+                if listed is None or entry is not None or not listed:
+                    self._identity = server_identity(entry, self.model_id, self.revision)
+                else:  # the server serves other models: requests will fail, do not memoize
+                    return server_identity(None, self.model_id, self.revision)
+            return self._identity
 
     def complete(self, requests: list[ChatRequest]) -> list[Completion]:
         if len(requests) <= 1:
@@ -89,6 +117,13 @@ class OpenAIBackend:
             if completion.error_kind not in RETRYABLE or attempts > self.retries:
                 completion.latency = time.perf_counter() - start
                 completion.attempts = attempts
+                if (completion.error or "").startswith("HTTP 404"):
+                    self.identity  # noqa: B018 - asks GET /models, which fills self.served
+                    if self.served is not None and self.model_id not in self.served:
+                        completion.error = (
+                            f"the server at {self.base_url} does not serve {self.model_id!r} "
+                            f"(it serves {self.served}): {completion.error}"
+                        )
                 return completion
             wait = retry_after if retry_after is not None else self.backoff * 2 ** (attempts - 1)
             self._sleep(min(30.0, wait) * (1.0 if retry_after is not None else random.uniform(0.8, 1.2)))
@@ -139,6 +174,8 @@ def _status_error(err: Any) -> Completion:
         return Completion(error_kind="http_5xx", error=f"HTTP {status}: {message}")
     if "context length" in message.lower() or "context window" in message.lower():
         return Completion(error_kind="context_length", error=f"HTTP {status}: {message}")
+    if status == 404:
+        return Completion(error_kind="http_4xx", error=f"HTTP 404 (no such model or route): {message}")
     return Completion(error_kind="http_4xx", error=f"HTTP {status}: {message}")
 
 

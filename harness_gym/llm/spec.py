@@ -12,8 +12,18 @@ Options follow a ``?``, separated by ``&``: ``llm?temperature=0.7&max_tokens=48`
 step's action grammar as structured output, servers only); ``concurrency``, ``timeout``,
 ``retries``, ``api_key_env`` (HTTP); ``threads``, ``batch_size``, ``max_model_len``,
 ``device`` (in process); ``tool_choice`` (``required`` / ``auto``); ``cache`` (a folder, or
-``off``; default: the user cache, :func:`harness_gym.llm.cache.default_cache_dir`). The
-spec string is the agent's name in result rows, so its options are recorded with it.
+``off``; default: the user cache, :func:`harness_gym.llm.cache.default_cache_dir`);
+``revision`` (your name for the weights a server serves under a name, e.g. a checkpoint
+step: another revision is another agent and never shares cached replies).
+
+The agent's name in result rows (:attr:`LLMSpec.name`, also the key a sweep or search
+resumes by) holds what identifies the model and its sampling: the kind, the model (the
+served name, without the URL), the sampling options, ``constrain``, ``tool_choice``,
+``max_model_len`` and ``revision``. How the model is reached (:data:`REACH_OPTIONS`: the URL,
+concurrency, timeout, retries, API key, threads, batch size, device, cache) is left out, so
+the same model served at another port resumes the same sweep. What the model *is* (a content
+hash of a folder, or what the server reports) is the rows' ``model_identity`` column and the
+completion cache's key (:mod:`harness_gym.llm.identity`).
 
 Backends are built once per process and shared by every agent of the same configuration.
 """
@@ -58,7 +68,20 @@ _OPTIONS: dict[str, Callable[[str], Any]] = {
     "device": str,
     "tool_choice": str,
     "cache": str,
+    "revision": str,
 }
+
+#: Options that say how a model is reached, not what it is: left out of the agent's name.
+REACH_OPTIONS = (
+    "concurrency",
+    "timeout",
+    "retries",
+    "api_key_env",
+    "threads",
+    "batch_size",
+    "device",
+    "cache",
+)
 
 
 #: Numeric options with a lower bound: (option, smallest value, the rule as messages say it).
@@ -102,8 +125,19 @@ class LLMSpec:
     base_url: str = ""
     options: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def name(self) -> str:
+        """The agent's name in rows: the model and its sampling, not how it is reached."""
+        head = {"embedded": "llm", "hf": self.text.partition("?")[0], "openai": f"openai:{self.model}"}[
+            self.kind
+        ]
+        kept = [(k, v) for k, v in parse_qsl(self.text.partition("?")[2], keep_blank_values=True)]
+        kept = [(k, v) for k, v in kept if k not in REACH_OPTIONS]
+        return head + ("?" + "&".join(f"{k}={v}" for k, v in kept) if kept else "")
+
     def backend_key(self) -> tuple[Any, ...]:
         shared = (
+            "revision",
             "concurrency",
             "timeout",
             "retries",
@@ -193,8 +227,20 @@ _BACKENDS: dict[tuple[Any, ...], Any] = {}
 
 
 def build_backend(spec: LLMSpec) -> Any:
-    """The backend a spec names (built once per process and configuration)."""
+    """The backend a spec names (built once per process, configuration and, for a local
+    folder, content: a model retrained into the same folder is loaded anew)."""
     key = spec.backend_key()
+    path: Any = None
+    if spec.kind != "openai":
+        from harness_gym.llm.identity import folder_identity
+
+        if spec.kind == "embedded":
+            from harness_gym.llm.embedded import embedded_model_path
+
+            path = embedded_model_path()
+        else:
+            path = spec.model
+        key = (*key, folder_identity(path))
     if key in _BACKENDS:
         return _BACKENDS[key]
     o = spec.options
@@ -208,16 +254,11 @@ def build_backend(spec: LLMSpec) -> Any:
             timeout=o.get("timeout", 60.0),
             retries=o.get("retries", 3),
             concurrency=o.get("concurrency", 8),
+            revision=o.get("revision") or None,
         )
     else:
         from harness_gym.llm.transformers_backend import TransformersBackend
 
-        if spec.kind == "embedded":
-            from harness_gym.llm.embedded import embedded_model_path
-
-            path = embedded_model_path()
-        else:
-            path = spec.model
         backend = TransformersBackend(
             path,
             threads=o.get("threads"),
@@ -248,7 +289,7 @@ def agent_factory(spec: LLMSpec) -> Callable[[Any], Any]:
             constrain=bool(o.get("constrain", False)),
             cache=cache,
             tool_choice=o.get("tool_choice", "required"),
-            name=spec.text,
+            name=spec.name,
         )
 
     return factory

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.tools import dump_json, load_json
+from harness_gym.llm.identity import folder_identity
 from harness_gym.llm.types import ChatRequest, Completion, ToolCall
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -60,6 +61,8 @@ class TransformersBackend:
             torch.set_num_threads(int(threads))
         self.path = Path(path)
         self.model_id = self.path.name
+        #: A content hash of the folder's weights, config and tokenizer (the cache key).
+        self.identity = folder_identity(self.path)
         self.batch_size = int(batch_size)
         self.max_model_len = int(max_model_len)
         self.device = device

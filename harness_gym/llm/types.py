@@ -139,6 +139,8 @@ class Backend(Protocol):
     kind: str
     #: The model's name as rows record it (the served name, or the folder's name).
     model_id: str
+    #: What the model is (:mod:`harness_gym.llm.identity`): the cache key and a row column.
+    identity: str
     #: Whether the backend enforces :attr:`ChatRequest.grammar`.
     supports_grammar: bool
 

@@ -88,6 +88,9 @@ def evaluate_folder(
     for _episode, result, error in sorted(done, key=lambda d: d[0].key):
         if error is not None:
             raise error
+        if result.extra.get("transport_failures"):  # an outage is never a failed episode
+            lost = result.extra.get("first_error")
+            raise RuntimeError(f"model replies were lost evaluating {folder}: {lost}")
         outcomes.append(bool(result.success))
         replies.append(tuple(str(c) for c in result.extra.get("completions", ())))
     return SuccessRate(sum(outcomes), len(episodes), tuple(replies), tuple(outcomes))
