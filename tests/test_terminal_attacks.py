@@ -440,6 +440,15 @@ def run_as_unprivileged(uid: int, tests: list[str], timeout: float = 600) -> sub
     return subprocess.run([*command, *tests], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def test_a_command_has_its_cpu_limit_from_its_first_instruction(box: Sandbox) -> None:
+    """Set after the spawn alone, the CPU limit raced the command: under load 33 of 300
+    commands read `unlimited` (and a child forked at once would keep it). bash now sets it
+    from a read-only file before it reads the command, and leaves no trace in the env."""
+    for _ in range(60):
+        res = box.run("ulimit -Ht; echo ${BASH_ENV-unset}")
+        assert res.stdout.split() == [str(LIMITS.cpu_seconds), "unset"], res
+
+
 def test_every_command_runs_under_its_limits(box: Sandbox) -> None:
     """The runner carries the limits itself (CPU time is set on each command as it starts):
     what a command sees, in a fresh and in the persistent shell."""

@@ -56,6 +56,10 @@ RUNNER = Path(__file__).with_name("runner.py")
 #: Where the runner appears inside the sandbox (its code is copied in from a file descriptor,
 #: so the checkout's path and permissions never matter).
 RUNNER_IN_SANDBOX = "/opt/harness-gym/runner.py"
+#: Sourced by every command's bash before it reads the command (``BASH_ENV``), so the command's
+#: CPU limit holds from its first instruction (the runner also sets it with ``prlimit`` at once,
+#: failing closed; alone that raced a command that forks or reads its limits straight away).
+LIMITS_IN_SANDBOX = "/opt/harness-gym/command-limits.sh"
 #: Where the episode directory and home appear inside the sandbox.
 APP = "/app"
 HOME = "/home/agent"
@@ -552,10 +556,12 @@ class Sandbox:
             "TMPDIR": "/tmp",
             "PYTHONDONTWRITEBYTECODE": "1",
             "GIT_CONFIG_NOSYSTEM": "1",
+            "BASH_ENV": LIMITS_IN_SANDBOX,
         }
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code_fd = _data_fd(runner_code())
+        limits_fd = _data_fd(f"ulimit -t {int(lim.cpu_seconds)} 2>/dev/null; unset BASH_ENV\n".encode())
         args = _bwrap_base(self.uid, lim.tmp_size, shm_size=lim.shm_size)
         args += [
             "--as-pid-1",
@@ -569,6 +575,10 @@ class Sandbox:
             "--ro-bind-data",
             str(code_fd),
             RUNNER_IN_SANDBOX,
+            *(["--perms", "0444"] if bwrap_supports("--perms") else []),
+            "--ro-bind-data",
+            str(limits_fd),
+            LIMITS_IN_SANDBOX,
             "--chdir",
             APP,
         ]
@@ -584,7 +594,7 @@ class Sandbox:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                pass_fds=(req_r, rep_w, code_fd),
+                pass_fds=(req_r, rep_w, code_fd, limits_fd),
                 env=BWRAP_ENV,
                 cwd="/",
                 start_new_session=True,
@@ -595,7 +605,7 @@ class Sandbox:
                 os.close(fd)
             raise
         finally:
-            for fd in (req_r, rep_w, code_fd):
+            for fd in (req_r, rep_w, code_fd, limits_fd):
                 os.close(fd)
         self._req_fd, self._rep_fd = req_w, rep_r
         self._buffer = b""
