@@ -14,23 +14,11 @@ from typing import Any
 
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.core.harness import Harness
+from harness_gym.rows import schema as rows_schema
 
-#: What rows of language-model agents add (None for other agents): the model and backend,
-#: sampling parameters, the grammar used, requests, cache hits, token counts, model latency,
-#: error kinds and the raw completions of the episode.
-LLM_COLUMNS = (
-    "model",
-    "backend",
-    "sampling",
-    "constrained",
-    "llm_requests",
-    "cache_hits",
-    "prompt_tokens",
-    "completion_tokens",
-    "llm_latency",
-    "llm_errors",
-    "completions",
-)
+#: What rows of language-model agents add (None for other agents); the columns are defined
+#: in :mod:`harness_gym.rows.schema`.
+LLM_COLUMNS = tuple(c.name for c in rows_schema.LLM_COLUMNS)
 
 _CACHE: dict[str, dict[Any, Any]] = {"env": {}, "agent": {}, "ceiling": {}}
 _CACHE_LIMIT = 512
