@@ -100,10 +100,13 @@ def read_table(path: Path) -> Any:
 
         table = pq.read_table(path)
         return table.cast(arrow_schema(table.column_names, table.schema)).to_pandas()
+    import csv
+
     import pyarrow.csv as pcsv
 
-    header = pcsv.read_csv(path, read_options=pcsv.ReadOptions(skip_rows_after_names=1 << 40))
-    schema = arrow_schema(header.column_names)
+    with path.open(newline="", encoding="utf-8") as fh:
+        names = next(csv.reader(fh), [])
+    schema = arrow_schema(names)
     options = pcsv.ConvertOptions(
         column_types={f.name: f.type for f in schema},
         strings_can_be_null=True,
