@@ -17,11 +17,17 @@ from typing import Any
 
 from harness_gym.analysis.sweep_spec import SweepError, SweepSpec
 from harness_gym.progress import progress_bar
-from harness_gym.rows import append_rows, read_jsonl, read_table, rows_frame, sweep_columns, write_table
-
-SWEEP_FILE = "sweep.json"
-ROWS_JSONL = "episodes.jsonl"
-ROWS_PARQUET = "episodes.parquet"
+from harness_gym.rows import (
+    ROWS_JSONL,
+    ROWS_PARQUET,
+    SWEEP_FILE,
+    append_rows,
+    read_jsonl,
+    read_table,
+    rows_frame,
+    sweep_columns,
+    write_table,
+)
 
 
 def claim_folder(out_dir: Path, spec: SweepSpec, overwrite: bool = False) -> None:

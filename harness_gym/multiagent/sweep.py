@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.multiagent.pz import AECEnv, ParallelEnv
-from harness_gym.rows import Column, register_columns, write_jsonl, write_table
+from harness_gym.rows import (
+    ROWS_JSONL,
+    ROWS_PARQUET,
+    SWEEP_FILE,
+    Column,
+    register_columns,
+    write_jsonl,
+    write_table,
+)
 
 #: The columns multi-agent rows add to the sweep's (``task_id``, ``seed``, ``harness``, ...).
 register_columns(
@@ -183,9 +191,9 @@ def _write(rows: list[dict[str, Any]], out: Path) -> None:
     stable = [{k: v for k, v in r.items() if k != "wall_time"} for r in rows]
     ident = hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:12]
     meta = {"sweep_id": f"ma-{ident}", "kind": "multiagent", "factors": factors, "columns": columns}
-    write_jsonl(out / "episodes.jsonl", rows)
+    write_jsonl(out / ROWS_JSONL, rows)
     try:
-        write_table(rows, out / "episodes.parquet", columns)
+        write_table(rows, out / ROWS_PARQUET, columns)
     except ImportError:  # pragma: no cover - pyarrow absent
         pass
-    (out / "sweep.json").write_text(json.dumps(meta, indent=1))
+    (out / SWEEP_FILE).write_text(json.dumps(meta, indent=1))

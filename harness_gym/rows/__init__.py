@@ -14,10 +14,23 @@ from harness_gym.rows.schema import (
     registered,
     sweep_columns,
 )
-from harness_gym.rows.store import append_rows, read_jsonl, read_table, rows_frame, write_jsonl, write_table
+from harness_gym.rows.store import (
+    ROWS_JSONL,
+    ROWS_PARQUET,
+    SWEEP_FILE,
+    append_rows,
+    read_jsonl,
+    read_table,
+    rows_frame,
+    write_jsonl,
+    write_table,
+)
 
 __all__ = [
     "LLM_COLUMNS",
+    "ROWS_JSONL",
+    "ROWS_PARQUET",
+    "SWEEP_FILE",
     "SWEEP_COLUMNS",
     "Column",
     "RowSchemaError",

@@ -16,6 +16,11 @@ from typing import IO, Any
 from harness_gym.rows.schema import arrow_schema, check_row, column, column_names, encode
 
 TABLE_SUFFIXES = (".parquet", ".csv")
+#: The files of a folder of rows: its record (what wrote the rows, their columns), the rows as
+#: JSON Lines, and the same rows as a Parquet table.
+SWEEP_FILE = "sweep.json"
+ROWS_JSONL = "episodes.jsonl"
+ROWS_PARQUET = "episodes.parquet"
 
 
 def row_line(row: Mapping[str, Any]) -> str:
