@@ -22,6 +22,7 @@ from harness_gym.core.space import HarnessSpace  # noqa: E402
 from harness_gym.rows import (  # noqa: E402
     Column,
     RowSchemaError,
+    append_rows,
     read_jsonl,
     read_table,
     register_columns,
@@ -29,7 +30,7 @@ from harness_gym.rows import (  # noqa: E402
     sweep_columns,
     write_table,
 )
-from harness_gym.rows.schema import column  # noqa: E402
+from harness_gym.rows.schema import column, plain  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sweep_v1"  # written by the code before the row store
 KINDS = {"int": (int, np.integer), "float": (float, np.floating), "bool": (bool, np.bool_), "str": (str,)}
@@ -47,7 +48,9 @@ def assert_rows_come_back(rows: Sequence[Mapping[str, Any]], frame: Any) -> None
             if want is None:
                 assert got is None or (isinstance(got, float) and math.isnan(got)), (name, got)
             elif col.is_json:
-                assert isinstance(got, str) and json.loads(got) == json.loads(json.dumps(want)), name
+                assert isinstance(got, str) and json.loads(got) == json.loads(
+                    json.dumps(want, default=plain)
+                ), name
             elif col.type == "int" and isinstance(got, float):  # an int column with nulls in pandas
                 assert got.is_integer() and int(got) == want, (name, got, want)
             else:
@@ -141,6 +144,8 @@ def test_a_column_missing_from_the_schema_is_an_error_at_write_time(tmp_path: Pa
         writer.write([{**row, "steps": "3"}])
     with pytest.raises(RowSchemaError, match="'success' is bool, got int"):
         writer.write([{**row, "success": 1}])
+    with pytest.raises(RowSchemaError, match="my_new_column"):  # the good row before it is not written
+        writer.write([row, {**row, "my_new_column": 1}])
     writer.close()
     assert (tmp_path / ROWS_JSONL).read_text() == before  # nothing half-written
     with pytest.raises(RowSchemaError, match="my_new_column"):
@@ -183,3 +188,15 @@ def test_sweep_folders_written_before_the_row_store_still_load(tmp_path: Path) -
 def test_a_column_another_version_wrote_is_kept_on_read() -> None:
     frame = rows_frame([{"index": 0, "from_the_future": 3}, {"index": 1, "from_the_future": None}])
     assert frame["from_the_future"].tolist()[0] == 3
+
+
+def test_numpy_numbers_are_numbers_in_every_format(tmp_path: Path) -> None:
+    row = {"index": 0, "steps": np.int64(3), "episode_return": np.float64(0.5), "success": np.bool_(True)}
+    row["completions"] = [np.int64(1)]
+    (tmp_path / "sweep.json").write_text(json.dumps({"sweep_id": "s", "factors": []}))
+    with (tmp_path / ROWS_JSONL).open("w") as fh:
+        append_rows(fh, [row])
+    assert read_jsonl(tmp_path / ROWS_JSONL) == [
+        {"index": 0, "steps": 3, "episode_return": 0.5, "success": True, "completions": [1]}
+    ]
+    assert_every_format([row], tmp_path)

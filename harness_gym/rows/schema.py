@@ -12,6 +12,7 @@ dropped silently.
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +45,20 @@ class Column:
         """Whether ``value`` (``None`` always is) fits this column's type."""
         if value is None or self.type == "json":
             return True
-        if self.type == "int":
-            return isinstance(value, int) and not isinstance(value, bool)
-        if self.type == "float":
-            return isinstance(value, (int, float)) and not isinstance(value, bool)
-        return isinstance(value, bool if self.type == "bool" else str)
+        if self.type == "str":
+            return isinstance(value, str)
+        kind_of = type(value)
+        is_bool = isinstance(value, bool) or (
+            kind_of.__module__ == "numpy" and kind_of.__name__.startswith("bool")
+        )
+        if self.type == "bool":
+            return is_bool
+        kind = numbers.Integral if self.type == "int" else numbers.Real  # numpy scalars included
+        return isinstance(value, kind) and not is_bool
 
 
 _COLUMNS: dict[str, Column] = {}
+_FOUND: dict[str, Column | None] = {}  # name -> its column, families resolved (cleared on register)
 
 
 def register_columns(*columns: Column) -> None:
@@ -64,17 +71,18 @@ def register_columns(*columns: Column) -> None:
                 f"cannot make it {column.type!r}"
             )
         _COLUMNS.setdefault(column.name, column)
+    _FOUND.clear()
 
 
 def column(name: str) -> Column | None:
     """The registered column called ``name`` (or the family it belongs to), or None."""
-    found = _COLUMNS.get(name)
-    if found is not None:
-        return found
-    for key, col in _COLUMNS.items():
-        if key.endswith("*") and name.startswith(key[:-1]) and len(name) > len(key) - 1:
-            return col
-    return None
+    if name not in _FOUND:
+        found = _COLUMNS.get(name)
+        if found is None:
+            families = (c for k, c in _COLUMNS.items() if k.endswith("*") and name.startswith(k[:-1]))
+            found = next((c for c in families if len(name) >= len(c.name)), None)
+        _FOUND[name] = found
+    return _FOUND[name]
 
 
 def registered() -> list[Column]:
@@ -111,8 +119,15 @@ def encode(row: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in row.items():
         col = column(name)
         if col is not None and col.is_json and value is not None:
-            out[name] = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+            out[name] = json.dumps(value, sort_keys=True, ensure_ascii=False, default=plain)
     return out
+
+
+def plain(value: Any) -> Any:
+    """A JSON-able form of a value ``json`` does not know (numpy scalars and arrays, else text)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
 
 
 def arrow_schema(names: Sequence[str], inferred: Any = None) -> Any:
@@ -188,5 +203,8 @@ def sweep_columns(factors: Sequence[str]) -> list[str]:
     """The column names of a sweep's rows for these factors (a table with no rows has these)."""
     names: list[str] = []
     for col in (*SWEEP_COLUMNS, *LLM_COLUMNS):
-        names.extend(f"level_{f}" for f in factors) if col.name == "level_*" else names.append(col.name)
+        if col.name == "level_*":
+            names.extend(f"level_{f}" for f in factors)
+        else:
+            names.append(col.name)
     return names

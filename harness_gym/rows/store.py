@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from harness_gym.rows.schema import arrow_schema, check_row, column, column_names, encode
+from harness_gym.rows.schema import arrow_schema, check_row, column, column_names, encode, plain
 
 TABLE_SUFFIXES = (".parquet", ".csv")
 #: The files of a folder of rows: its record (what wrote the rows, their columns), the rows as
@@ -26,17 +26,18 @@ ROWS_PARQUET = "episodes.parquet"
 def row_line(row: Mapping[str, Any]) -> str:
     """A row as one JSON Lines line (checked against the schema)."""
     check_row(row)
-    return json.dumps(row, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
+    return json.dumps(row, separators=(",", ":"), ensure_ascii=False, default=plain) + "\n"
 
 
 def append_rows(fh: IO[str], rows: Iterable[Mapping[str, Any]]) -> int:
-    """Append rows to an open JSON Lines file and flush; return how many."""
-    n = 0
-    for row in rows:
-        fh.write(row_line(row))
-        n += 1
+    """Append rows to an open JSON Lines file and flush; return how many.
+
+    Every row is checked before any is written, so a bad row leaves the file as it was.
+    """
+    lines = [row_line(row) for row in rows]
+    fh.write("".join(lines))
     fh.flush()
-    return n
+    return len(lines)
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
