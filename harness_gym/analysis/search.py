@@ -27,6 +27,7 @@ Results folder (resumes like a sweep: the same command skips every episode alrea
     DIR/search.json        the spec, the decisions (trajectory, improvements) and the choice
     DIR/episodes.jsonl     one row per episode (dev and test), appended as each finishes
     DIR/sweep.json         the evaluated harnesses as a sweep record, for ``harness-gym report``
+    DIR/episodes.parquet   the same rows in cell order (cost columns included), written at the end
     DIR/best_harness.yaml  the chosen harness: gym.make(..., harness="DIR/best_harness.yaml")
     DIR/candidates.csv     every candidate on dev: rung reached, score, cost, ceiling flag
     DIR/final.csv          the test-seed table; DIR/improvements.csv the acceptance replay
@@ -566,8 +567,9 @@ def sweep_record(spec: SearchSpec, evaluated: Sequence[tuple[str, Harness]], n_r
 
 
 def _write(state: _Search, result: SearchResult) -> None:
-    """Write the tables, the best harness YAML, the sweep record and the final search.json."""
-    from harness_gym.analysis.sweep_store import SWEEP_FILE
+    """Write the tables, the best harness YAML, the sweep record, the rows' Parquet table and
+    the final search.json."""
+    from harness_gym.analysis.sweep_store import ROWS_PARQUET, SWEEP_FILE, write_parquet
 
     out, spec = result.out_dir, result.spec
     for name, table in result.tables.items():
@@ -576,6 +578,8 @@ def _write(state: _Search, result: SearchResult) -> None:
     run = {k[1] for k in state.ev.rows}
     evaluated = [(state.names[h.id], h) for h in state.harness.values() if h.id in run]
     write_json(out / SWEEP_FILE, sweep_record(spec, evaluated, len(state.ev.rows)))
+    rows = sorted(state.ev.rows.values(), key=lambda r: int(r["index"]))
+    write_parquet(rows, out / ROWS_PARQUET, spec.space.factor_names)  # cost columns included
     write_json(
         out / SEARCH_FILE,
         {

@@ -33,7 +33,13 @@ from harness_gym.analysis.sweep_cell import (
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.analysis.sweep_store import ROWS_JSONL, RowWriter, read_finished
 from harness_gym.core.harness import Harness
+from harness_gym.rows import Column, register_columns
 
+register_columns(
+    Column("obs_chars", "int", "characters of the observations the agent read (search rows)"),
+    Column("action_chars", "int", "characters of the actions the agent wrote (search rows)"),
+    Column("actions", "int", "actions the agent wrote (search rows)"),
+)
 COST_COLUMNS = ("obs_chars", "action_chars", "actions")
 SEARCH_FILE = "search.json"
 

@@ -14,26 +14,11 @@ from typing import Any
 
 from harness_gym.analysis.sweep_spec import Cell
 from harness_gym.core.harness import Harness
+from harness_gym.rows import schema as rows_schema
 
-#: What rows of language-model agents add (None for other agents): the model, its identity
-#: (a content hash of local weights, or what the server reports: :mod:`harness_gym.llm.identity`)
-#: and backend,
-#: sampling parameters, the grammar used, requests, cache hits, token counts, model latency,
-#: error kinds and the raw completions of the episode.
-LLM_COLUMNS = (
-    "model",
-    "model_identity",
-    "backend",
-    "sampling",
-    "constrained",
-    "llm_requests",
-    "cache_hits",
-    "prompt_tokens",
-    "completion_tokens",
-    "llm_latency",
-    "llm_errors",
-    "completions",
-)
+#: What rows of language-model agents add (None for other agents); the columns are defined
+#: in :mod:`harness_gym.rows.schema`.
+LLM_COLUMNS = tuple(c.name for c in rows_schema.LLM_COLUMNS)
 
 #: How the ``error`` of a row whose episode lost model replies to the transport begins (server
 #: down, wrong model name, timeouts, 429 / 5xx after retries): an outage, not the model's failure.

@@ -17,10 +17,17 @@ from typing import Any
 
 from harness_gym.analysis.sweep_spec import SweepError, SweepSpec
 from harness_gym.progress import progress_bar
-
-SWEEP_FILE = "sweep.json"
-ROWS_JSONL = "episodes.jsonl"
-ROWS_PARQUET = "episodes.parquet"
+from harness_gym.rows import (
+    ROWS_JSONL,
+    ROWS_PARQUET,
+    SWEEP_FILE,
+    append_rows,
+    read_jsonl,
+    read_table,
+    rows_frame,
+    sweep_columns,
+    write_table,
+)
 
 
 def claim_folder(out_dir: Path, spec: SweepSpec, overwrite: bool = False) -> None:
@@ -111,13 +118,10 @@ class RowWriter:
         self.bar = progress_bar(total, desc, unit="cell", enabled=show and total > 0, smoothing=0.1)
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
-        n = 0
-        for row in rows:
-            self.fh.write(json.dumps(row, separators=(",", ":")) + "\n")
-            self.rows.append(row)
-            self.errors += row["error"] is not None
-            n += 1
-        self.fh.flush()
+        rows = list(rows)
+        n = append_rows(self.fh, rows)  # checked against the row schema: unknown columns raise
+        self.rows.extend(rows)
+        self.errors += sum(row["error"] is not None for row in rows)
         if self.bar is not None:
             self.bar.update(n)
 
@@ -135,62 +139,9 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _schema(factors: Sequence[str]) -> Any:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("index", pa.int64()),
-            ("sweep_id", pa.string()),
-            ("agent", pa.string()),
-            ("task_id", pa.string()),
-            ("harness_name", pa.string()),
-            ("harness_id", pa.string()),
-            ("seed", pa.int64()),
-            ("episode_return", pa.float64()),
-            ("success", pa.bool_()),
-            ("steps", pa.int64()),
-            ("invalid_actions", pa.int64()),
-            ("ceiling", pa.float64()),
-            ("ceiling_method", pa.string()),
-            ("error", pa.string()),
-            ("wall_time", pa.float64()),
-            *[(f"level_{f}", pa.string()) for f in factors],
-            ("harness", pa.string()),  # the full spec as JSON
-            ("model", pa.string()),
-            ("model_identity", pa.string()),
-            ("backend", pa.string()),
-            ("sampling", pa.string()),  # JSON
-            ("constrained", pa.string()),
-            ("llm_requests", pa.int64()),
-            ("cache_hits", pa.int64()),
-            ("prompt_tokens", pa.int64()),
-            ("completion_tokens", pa.int64()),
-            ("llm_latency", pa.float64()),
-            ("llm_errors", pa.string()),  # JSON: error kind -> count
-            ("completions", pa.string()),  # JSON: the episode's raw completions
-        ]
-    )
-
-
-def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    out["harness"] = json.dumps(row["harness"], sort_keys=True)
-    for key in ("sampling", "llm_errors", "completions"):
-        if out.get(key) is not None and not isinstance(out[key], str):
-            out[key] = json.dumps(out[key], ensure_ascii=False)
-    return out
-
-
 def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path, factors: Sequence[str]) -> None:
-    """Write rows (cell order) as Parquet, atomically."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pylist([_flat(r) for r in rows], schema=_schema(factors))
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    """Write rows (cell order) as Parquet, atomically, typed from the row schema."""
+    write_table(rows, path, sweep_columns(factors))
 
 
 def read_meta(out_dir: str | Path) -> dict[str, Any]:
@@ -213,25 +164,14 @@ def load_rows(out_dir: str | Path) -> Any:
     Reads the Parquet file when it is up to date, else the JSON Lines (a running or
     interrupted sweep).
     """
-    import pyarrow as pa
-
     out = Path(out_dir)
     meta = read_meta(out)
+    base = meta.get("columns") or sweep_columns(meta.get("factors", []))
     parquet, jsonl = out / ROWS_PARQUET, out / ROWS_JSONL
     if parquet.exists() and (not jsonl.exists() or parquet.stat().st_mtime >= jsonl.stat().st_mtime):
-        import pyarrow.parquet as pq
-
-        return pq.read_table(parquet).to_pandas()
-    rows: dict[int, dict[str, Any]] = {}
-    if jsonl.exists():
-        with jsonl.open() as fh:
-            for line in fh:
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                rows[int(row["index"])] = row
-    table = pa.Table.from_pylist(
-        [_flat(rows[i]) for i in sorted(rows)], schema=_schema(meta.get("factors", []))
-    )
-    return table.to_pandas()
+        return read_table(parquet)
+    rows = read_jsonl(jsonl) if jsonl.exists() else []
+    if rows and all("index" in r for r in rows):
+        by_index = {int(r["index"]): r for r in rows}  # the last row of a cell wins
+        rows = [by_index[i] for i in sorted(by_index)]
+    return rows_frame(rows, base)

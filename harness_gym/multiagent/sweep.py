@@ -4,14 +4,17 @@
 returns rows shaped like the single-agent sweep's (``task_id``, ``harness_id``, ``harness``,
 ``seed``, ``episode_return``, ``success``, ``steps``, ``invalid_actions``, ``error``) plus
 ``env_id``, ``agent``, ``policy``, ``channel_id``, ``channel`` and ``level_<factor>`` for each
-channel factor, so the report tools can group by agent, harness or channel level. With
-``out_dir`` the rows are also written to ``episodes.jsonl`` (and ``episodes.parquet`` when
-pandas and pyarrow are installed). A cell whose policy raises records the error in every
-agent's row and the sweep goes on.
+channel factor (levels as text, as in the single-agent sweep), so the report tools can group
+by agent, harness or channel level. With ``out_dir`` the rows are also written through the
+row store (``episodes.jsonl``, ``episodes.parquet`` when pyarrow is installed, and a
+``sweep.json`` naming the columns), so :func:`harness_gym.analysis.sweep.load_rows` reads
+the folder. A cell whose policy raises records the error in every agent's row and the sweep
+goes on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import traceback
@@ -20,6 +23,44 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.multiagent.pz import AECEnv, ParallelEnv
+from harness_gym.rows import (
+    ROWS_JSONL,
+    ROWS_PARQUET,
+    SWEEP_FILE,
+    Column,
+    register_columns,
+    write_jsonl,
+    write_table,
+)
+
+#: The columns multi-agent rows add to the sweep's (``task_id``, ``seed``, ``harness``, ...).
+register_columns(
+    Column("env_id", "str", "the multi-agent env's name in the sweep (multi-agent rows)"),
+    Column("env_kind", "str", "the PettingZoo API: ParallelEnv or AECEnv (multi-agent rows)"),
+    Column("policy", "str", "the name of the policies played (multi-agent rows)"),
+    Column("channel_id", "str", "the content hash of the channel between agents (multi-agent rows)"),
+    Column("channel", "json", "the channel's spec (multi-agent rows)"),
+    Column("team_reward", "float", "the team's reward (multi-agent rows)"),
+)
+ROW_COLUMNS = (
+    "env_id",
+    "env_kind",
+    "task_id",
+    "agent",
+    "policy",
+    "harness_id",
+    "harness",
+    "channel_id",
+    "channel",
+    "seed",
+    "episode_return",
+    "success",
+    "steps",
+    "invalid_actions",
+    "team_reward",
+    "error",
+    "wall_time",
+)
 
 Policy = Callable[[str, dict[str, Any]], str]
 #: Builds one agent's policy for an env: ``(env, agent) -> policy``.
@@ -110,7 +151,7 @@ def _row(
 ) -> dict[str, Any]:
     info = (episode or {}).get("info", {})
     channel = info.get("channel") or {}
-    row = {
+    row: dict[str, Any] = {
         "env_id": env_name,
         "env_kind": type(env).__name__,
         "task_id": info.get("task_id"),
@@ -121,31 +162,38 @@ def _row(
         "channel_id": info.get("channel_id"),
         "channel": channel or None,
         "seed": seed,
-        "episode_return": None if episode is None else episode["return"],
+        "episode_return": None if episode is None else float(episode["return"]),
         "success": None if episode is None else bool(info.get("success")),
         "steps": None if episode is None else episode["steps"],
         "invalid_actions": info.get("invalid_actions"),
-        "team_reward": info.get("team_reward", info.get("team_return")),
+        "team_reward": _number(info.get("team_reward", info.get("team_return"))),
         "error": error,
         "wall_time": wall,
     }
-    row.update({f"level_{k}": v for k, v in channel.items()})
+    row.update({f"level_{k}": _level(v) for k, v in channel.items()})
     return row
 
 
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _level(value: Any) -> str:
+    """A channel level as the text a sweep's ``level_*`` column holds."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
 def _write(rows: list[dict[str, Any]], out: Path) -> None:
+    """Write the rows through the row store, with a ``sweep.json`` so ``load_rows`` reads them."""
     out.mkdir(parents=True, exist_ok=True)
-    with (out / "episodes.jsonl").open("w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, default=str) + "\n")
+    columns = list(dict.fromkeys([*ROW_COLUMNS, *(k for r in rows for k in r)]))
+    factors = [c[len("level_") :] for c in columns if c.startswith("level_")]
+    stable = [{k: v for k, v in r.items() if k != "wall_time"} for r in rows]
+    ident = hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    meta = {"sweep_id": f"ma-{ident}", "kind": "multiagent", "factors": factors, "columns": columns}
+    write_jsonl(out / ROWS_JSONL, rows)
     try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - analysis extra absent
-        return
-    frame = pd.DataFrame(rows)
-    for column in ("harness", "channel"):
-        frame[column] = frame[column].map(lambda v: json.dumps(v, default=str))
-    try:
-        frame.to_parquet(out / "episodes.parquet", index=False)
+        write_table(rows, out / ROWS_PARQUET, columns)
     except ImportError:  # pragma: no cover - pyarrow absent
         pass
+    (out / SWEEP_FILE).write_text(json.dumps(meta, indent=1))
