@@ -169,7 +169,13 @@ def load_rows(out_dir: str | Path) -> Any:
     base = meta.get("columns") or sweep_columns(meta.get("factors", []))
     parquet, jsonl = out / ROWS_PARQUET, out / ROWS_JSONL
     if parquet.exists() and (not jsonl.exists() or parquet.stat().st_mtime >= jsonl.stat().st_mtime):
-        return read_table(parquet)
+        frame = read_table(parquet)
+        missing = [c for c in base if c not in frame.columns]
+        if missing:  # written by an older version: the columns added since are empty
+            for name in missing:
+                frame[name] = None
+            frame = frame[[*base, *(c for c in frame.columns if c not in base)]]
+        return frame
     rows = read_jsonl(jsonl) if jsonl.exists() else []
     if rows and all("index" in r for r in rows):
         by_index = {int(r["index"]): r for r in rows}  # the last row of a cell wins
