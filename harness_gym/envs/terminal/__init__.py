@@ -9,11 +9,9 @@ raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``doc
 
 from __future__ import annotations
 
-import gymnasium as gym
-
-from harness_gym.core.registry import add_env_spec, add_family_env_ids, env_id, register_family
-from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
-from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
+from harness_gym.core.registry import register_family
+from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
+from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
@@ -22,21 +20,15 @@ TERMINAL_TASK_IDS: tuple[str, ...] = tuple(t.task_id for t in TERMINAL_TASKS)
 
 
 def register(add_to_task_registry: bool = False) -> list[str]:
-    """Register every terminal task's Gymnasium ids (idempotent); return them.
+    """Register every terminal task's Gymnasium ids and the coding-harness presets, which
+    only terminal tasks take (idempotent); return the ids.
 
     The tasks stay out of ``harness_gym.TASKS`` unless ``add_to_task_registry`` (they need
     bubblewrap and are slower than the pure-Python suite that TASKS lists).
     """
-    ids = register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
-    coding = []
-    for task in TERMINAL_TASKS:  # the coding-harness presets, which only terminal tasks take
-        for preset in TERMINAL_PRESETS:
-            new_id = env_id(task.task_id, preset)
-            if new_id not in gym.registry:
-                add_env_spec(new_id, ENTRY_POINT, {"task": task.task_id, "harness": preset})
-            coding.append(new_id)
-    add_family_env_ids(coding)
-    return ids + coding
+    return register_family(
+        TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry, family=FAMILY, presets=TERMINAL_PRESET_INFO
+    )
 
 
 def is_terminal_task(task_id: str) -> bool:
