@@ -218,3 +218,39 @@ def test_bad_param_declarations_are_refused() -> None:
         Param("x", "int", "d", choices=(1, "two"))
     with pytest.raises(HarnessSpecError):
         Harness(family_options={"h29d_never_registered": {}})
+
+
+# -- the terminal family registers lazily ----------------------------------------------------------
+
+
+def test_terminal_catalog_lists_every_terminal_task_in_order() -> None:
+    from harness_gym.envs.terminal.catalog import TASK_CLASSES
+    from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
+
+    assert TASK_CLASSES == {t.task_id: f"{t.__module__}:{t.__name__}" for t in TERMINAL_TASKS}
+    assert list(TASK_CLASSES) == [t.task_id for t in TERMINAL_TASKS]
+
+
+LAZY = """
+import json, sys, gymnasium as gym, harness_gym
+from harness_gym.envs.terminal import TERMINAL_PRESETS, TERMINAL_TASK_IDS
+before = sorted(m for m in sys.modules if m.startswith("harness_gym.envs.terminal"))
+ids = [f"harness_gym/{t}-{p}-v0" for t in TERMINAL_TASK_IDS for p in ("Json", "ToolsXml", *TERMINAL_PRESETS)]
+ids += [f"harness_gym/{t}-v0" for t in TERMINAL_TASK_IDS]
+specs = [gym.spec(i).entry_point for i in ids]
+classes = [harness_gym.get_task(t).task_id for t in TERMINAL_TASK_IDS]
+from harness_gym.envs import terminal
+print(json.dumps(dict(before=before, entry=sorted(set(specs)), classes=classes, ids=list(TERMINAL_TASK_IDS),
+                      sandbox=terminal.SandboxUnavailable.__name__)))
+"""
+
+
+def test_import_harness_gym_imports_no_terminal_task_or_sandbox_and_every_id_resolves() -> None:
+    done = run_python(LAZY, [str(REPO)])
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    heavy = ("sandbox", "task", "tasks", "env", "runner", "harbor")
+    assert not [m for m in got["before"] if m.split(".")[3:4] and m.split(".")[3] in heavy], got["before"]
+    assert got["entry"] == ["harness_gym.envs.terminal.env:make_terminal_env"]
+    assert got["classes"] == got["ids"] and len(got["ids"]) >= 20
+    assert got["sandbox"] == "SandboxUnavailable"  # the package's lazy names still work
