@@ -254,3 +254,25 @@ def test_import_harness_gym_imports_no_terminal_task_or_sandbox_and_every_id_res
     assert got["entry"] == ["harness_gym.envs.terminal.env:make_terminal_env"]
     assert got["classes"] == got["ids"] and len(got["ids"]) >= 20
     assert got["sandbox"] == "SandboxUnavailable"  # the package's lazy names still work
+
+
+@pytest.mark.parametrize("style", LEVELS["tool_style"])
+def test_per_tool_grammars_admit_typed_arguments(style: str) -> None:
+    import re
+
+    import jsonschema
+
+    from harness_gym.core.grammar import action_grammar
+
+    bound = Harness(tool_style=style).bind(("x",), (REFUND,))
+    actions = [
+        Action.of("refund", order=3, amount=12.5, items=ODD[:4], ids=(1, -2), reason="late"),
+        Action.of("refund", order=0, amount=1e-05, items=(), ids=(), reason="damaged"),
+    ]
+    grammar = action_grammar(bound.toolbox, actions, max_alternatives=0)
+    for action in actions:
+        text = bound.format_action(action)
+        if grammar.kind == "regex":
+            assert re.fullmatch(grammar.value, text), (text, grammar.value)
+        else:
+            assert jsonschema.Draft202012Validator(grammar.value).is_valid(json.loads(text)), text
