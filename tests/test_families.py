@@ -120,12 +120,20 @@ for bad in ({"user_messages": "some"}, {"colour": 1}):
         Harness(family_options={"support": bad})
     except HarnessSpecError as err:
         print(err)
+from harness_gym.cli.common import CommandError, check_family_options
+check_family_options("harness_gym/SupportRefund-v0", "SupportStyle")  # its own family: fine
+try:
+    spec = {"family_options": {"support": {"user_messages": "last"}}}
+    check_family_options("harness_gym/ClickButton-v0", spec)
+except CommandError as err:
+    print(err)
 """
     done = run_python(code, family_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "user_messages must be one of ['all', 'last'], got 'some'" in lines[0]
     assert "unknown support option(s) ['colour']" in lines[1]
+    assert "sets family_options for support, but harness_gym/ClickButton-v0 is not a task" in lines[2]
 
 
 def test_family_seam_errors_are_clear() -> None:

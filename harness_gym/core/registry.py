@@ -42,6 +42,8 @@ TASKS: dict[str, type[Task]] = {}
 #: (:func:`family_task` gives the class); ``FAMILY_ENV_IDS`` lists their listed env ids.
 FAMILY_TASKS: dict[str, tuple[type[Task] | str, str]] = {}
 FAMILY_ENV_IDS: list[str] = []
+#: The family of each task registered with :func:`register_family` (task id -> family name).
+TASK_FAMILIES: dict[str, str] = {}
 
 
 def register_task(task_cls: type[Task]) -> type[Task]:
@@ -194,6 +196,8 @@ def register_family(
         entries = [(task.task_id, task, _presets_for(task) + own) for task in tasks]
     ids = []
     for task_id, task, task_presets in entries:
+        if family is not None:
+            TASK_FAMILIES[task_id] = family
         if not (isinstance(task, str) and isinstance(FAMILY_TASKS.get(task_id, ("",))[0], type)):
             FAMILY_TASKS[task_id] = (task, entry_point)  # (a class already imported stays)
         if add_to_task_registry:
@@ -208,6 +212,13 @@ def register_family(
     plain = {env_id(task_id) for task_id, _, _ in entries}
     add_family_env_ids(i for i in ids if i not in plain)
     return ids
+
+
+def family_of(task_id: str) -> str | None:
+    """The family of a registered task id (declared, or given to :func:`register_family`)."""
+    if task_id in TASK_FAMILIES:
+        return TASK_FAMILIES[task_id]
+    return task_family(TASKS[task_id]) if task_id in TASKS else None
 
 
 def add_family_env_ids(ids: Iterable[str]) -> None:
