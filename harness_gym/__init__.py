@@ -51,7 +51,7 @@ _terminal.register(add_to_task_registry=False)
 # A plugin that fails to load is reported by the next load_plugins call (the CLI's warning line).
 from harness_gym.core.plugins import load_plugins as _load_plugins  # noqa: E402
 
-_load_plugins(["tasks"], warn=False, defer=True)
+_load_plugins(["tasks", "families"], warn=False, defer=True)
 
 __all__ = [
     "PRESETS",

@@ -296,17 +296,14 @@ def check_family_options(env_id: str, harness: Any, flag: str = "--harness") -> 
     import gymnasium as gym
 
     from harness_gym.core.presets import resolve_harness
-    from harness_gym.core.registry import FAMILY_TASKS
+    from harness_gym.core.registry import family_of
 
-    families = [family for family, _ in resolve_harness(harness).family_options]
-    if not families:
-        return
     task = gym.spec(env_id).kwargs.get("task")
-    if not isinstance(task, str):
+    own = family_of(task) if isinstance(task, str) else None
+    families = [family for family, _ in resolve_harness(harness, family=own).family_options]
+    if not families or not isinstance(task, str):
         return
-    # A family's envs are built by its own entry point, a module of the family's package.
-    entry = FAMILY_TASKS.get(task, (None, ""))[1].partition(":")[0].split(".")
-    foreign = [f for f in families if f not in entry]
+    foreign = [f for f in families if f != own]
     if foreign:
         families = foreign
         raise CommandError(

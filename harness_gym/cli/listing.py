@@ -66,30 +66,19 @@ KIND_HEADINGS = {
     "other": "put into PRESETS without register_preset",
 }
 
-#: Task families whose presets live in their own table: (family, module, attribute).
-FAMILY_PRESET_TABLES = (("terminal", "harness_gym.envs.terminal.presets", "TERMINAL_PRESETS"),)
-
 
 def all_presets() -> list[Any]:
-    """Every preset: the registered ones, then task families' own tables (as conventions)."""
-    import importlib
+    """Every preset: the generic ones, then each family's own (``register_family(presets=...)``)."""
+    from harness_gym.core.plugins import load_plugins
+    from harness_gym.core.presets import FAMILY_PRESETS, PRESET_INFO, PRESETS, Preset
 
-    from harness_gym.core.presets import PRESET_INFO, PRESETS, Preset
-
+    load_plugins(["tasks", "families"])
     presets = [PRESET_INFO[n] for n in PRESETS if n in PRESET_INFO]
     presets += [
         Preset(n, h, "other", "added to PRESETS directly") for n, h in PRESETS.items() if n not in PRESET_INFO
     ]
-    for family, module, attribute in FAMILY_PRESET_TABLES:
-        try:
-            found = getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError):
-            continue
-        presets += [
-            Preset(name, harness, "convention", f"{family} coding-harness convention", family=family)
-            for name, harness in found.items()
-            if name not in PRESET_INFO
-        ]
+    for family_presets in FAMILY_PRESETS.values():
+        presets += family_presets.values()
     return presets
 
 

@@ -19,8 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.core.grammar import ActionGrammar
-from harness_gym.core.harness import Harness
-from harness_gym.core.presets import resolve_harness
+from harness_gym.core.harness import BoundHarness, Harness
+from harness_gym.core.presets import resolve_harness, task_family
 from harness_gym.core.task import Action, Task
 from harness_gym.core.text_space import UnicodeText
 from harness_gym.core.tools import ActionError, preview
@@ -93,7 +93,7 @@ class HarnessEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
         self.action_space = UnicodeText(MAX_OBSERVATION_CHARS)
         #: The harness given at construction; perturbations and samplers start from it.
-        self.base_harness = resolve_harness(harness)
+        self.base_harness = resolve_harness(harness, family=task_family(type(task)))
         self._perturbations: list[Callable[[Harness], Harness]] = []
         self._harness_source: Callable[[int], Harness] | None = None
         self._perturbed_cache: tuple[Any, Harness | None] = (None, None)
@@ -259,10 +259,21 @@ class HarnessEnv(gym.Env[str, str]):
         self._perturbed_cache = ((harness, perturbations), result)
         return result
 
+    def bind_harness(self, harness: Harness) -> BoundHarness:
+        """Bind ``harness`` to this env's task: the family hook.
+
+        Called whenever the episode's harness changes (construction, a wrapper's perturbation,
+        a sampled harness), never twice for the same harness in a row. A task family whose
+        harnesses carry ``family_options`` overrides it to apply them (hand options to the
+        task, return a :class:`BoundHarness` subclass that presents the family's way); the
+        env then takes budget, tools and spec from what it returns.
+        """
+        return harness.bind(self.task.field_names, self.task.action_specs)
+
     def _bind(self, harness: Harness) -> None:
         if hasattr(self, "bound") and (harness is self.harness or harness == self.harness):
             return
-        bound = harness.bind(self.task.field_names, self.task.action_specs)
+        bound = self.bind_harness(harness)
         self.harness, self.bound = harness, bound
         self.budget = harness.step_budget or self.task.max_steps
         self._spec_dict = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
@@ -384,7 +395,7 @@ class HarnessEnv(gym.Env[str, str]):
         """A fresh copy of the spec per info (users keep infos; nothing may be shared)."""
         spec = self._spec_dict.copy()
         for key in self._spec_nested:
-            spec[key] = dict(spec[key])
+            spec[key] = _copy_nested(spec[key])
         return spec
 
     def _info(self) -> dict[str, Any]:
@@ -405,6 +416,11 @@ class HarnessEnv(gym.Env[str, str]):
 
 
 _NO_REQUEST = HarnessRequest()
+
+
+def _copy_nested(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a spec's mapping, its nested mappings (``family_options``) copied too."""
+    return {k: _copy_nested(v) if isinstance(v, dict) else v for k, v in value.items()}
 
 
 def _request(options: Mapping[str, Any] | None) -> HarnessRequest | None:

@@ -192,6 +192,30 @@ def _python_string(n: int) -> str:
     return f"({single}|{double})"
 
 
+#: A float as ``repr`` and JSON write it (``12.5``, ``1e-05``, ``-0.25``).
+_FLOAT = r"-?[0-9]{1,17}(\.[0-9]{1,17})?([eE][+-]?[0-9]{1,3})?"
+#: At most this many items in a list argument of a per-tool pattern.
+_MAX_ITEMS = 32
+
+
+def _json_string(n: int) -> str:
+    """A JSON string literal of at most ``n`` characters, on one line."""
+    return f'"([^"\\\\\\n]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{{4}}){{0,{n}}}"'
+
+
+def _typed(param: Any, string: str, item_string: str, integer: str) -> str:
+    """The pattern of an argument where the style writes it as a literal: ``integer``,
+    ``string``, a number, or ``[item, item]`` with the style's items."""
+    if param.type == "int":
+        return integer
+    if param.type == "float":
+        return _FLOAT
+    if param.type.startswith("list["):
+        item = integer if param.type == "list[int]" else item_string
+        return f"\\[({item}(, {item}){{0,{_MAX_ITEMS - 1}}})?\\]"
+    return string
+
+
 def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
     """One tool's calls in a non-JSON style: its name and typed, bounded arguments.
 
@@ -204,7 +228,7 @@ def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
     if toolbox.style == "python":
         string = _python_string(n)
         args = ", ".join(
-            f"{regex_literal(a)}=({_INT_PYTHON if p.type == 'int' else string})"
+            f"{regex_literal(a)}=({_typed(p, string, string, _INT_PYTHON)})"
             for a, p in zip(tool.arg_names, tool.params)
         )
         return f"{name}\\({args}\\)"
@@ -214,7 +238,10 @@ def _tool_regex(toolbox: Toolbox, tool: Any, max_string: int) -> str:
         return f"{name}\\({values}\\)"
     if toolbox.style == "bracket":
         text = f"{_BRACKET_TEXT}{{0,{n}}}"
-        values = "".join(f" \\[({_INT_TEXT if p.type == 'int' else text})\\]" for p in tool.params)
+        values = "".join(
+            f" \\[({_INT_TEXT if p.type == 'int' else _typed(p, text, _json_string(n), _INT_TEXT)})\\]"
+            for p in tool.params
+        )
         return f"{name}{values}"
     if toolbox.style == "xml":
         char = "([^<&]|&(lt|gt|amp|quot|apos);|&#x[0-9a-fA-F]{1,6};|&#[0-9]{1,7};)"

@@ -10,8 +10,10 @@ A package extends harness-gym through entry points (in its ``pyproject.toml``)::
     slash = "my_pkg.styles:SLASH"                 # a harness_gym.core.tools.ToolStyle
     [project.entry-points."harness_gym.agents"]
     greedy = "my_pkg.agents:make_greedy"          # factory(env) -> Agent, spec "greedy"
+    [project.entry-points."harness_gym.families"]
+    support = "my_pkg.family:register"            # calls register_family(...): tasks, presets, options
 
-``import harness_gym`` loads the task plugins, so that their ``harness_gym/<Task>-...-v0`` ids
+``import harness_gym`` loads the task and family plugins, so that their ``harness_gym/<Task>-...-v0`` ids
 work in a plain ``gym.make``; a failure there is reported by the next :func:`load_plugins`
 call (the CLI's, as a warning line). The other kinds load when something needs them: the CLI
 starts a verb, or a level is not among the built-in ones (:class:`LiveLevels`). Code that is not installed is
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 #: Entry-point group of each kind of plugin.
 GROUPS: dict[str, str] = {
     "tasks": "harness_gym.tasks",
+    "families": "harness_gym.families",
     "formats": "harness_gym.formats",
     "tool_styles": "harness_gym.tool_styles",
     "agents": "harness_gym.agents",

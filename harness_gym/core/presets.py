@@ -17,7 +17,8 @@ bundles that read like formats; they still resolve, to the same harnesses (same 
 :class:`DeprecationWarning` naming the new bundle, for one release.
 
 Every preset is registered with each task it applies to as ``harness_gym/<Task>-<Preset>-v0``.
-Task families add their own presets with :func:`register_preset`.
+Task families add presets every task may take with :func:`register_preset`, and presets only
+their own tasks take with ``register_family(presets=...)`` (:data:`FAMILY_PRESETS`).
 """
 
 from __future__ import annotations
@@ -354,8 +355,39 @@ def get_preset(name: str) -> Harness:
     raise HarnessSpecError(f"unknown harness preset {name!r}; valid presets: {list(PRESETS)}")
 
 
+#: The families whose presets ``tests/test_registration.py`` binds with every task of theirs.
+BUILTIN_FAMILIES = ("web", "browser", "terminal")
+#: Presets that only one family's envs take (``register_family(presets=...)``), kept out of
+#: :data:`PRESETS`: family -> preset name -> Preset. ``harness-gym list presets`` shows them.
+FAMILY_PRESETS: dict[str, dict[str, Preset]] = {}
+
+
+def add_family_presets(family: str, presets: Mapping[str, Harness | Preset | Mapping[str, Any]]) -> list[str]:
+    """Put a family's own presets into :data:`FAMILY_PRESETS` (a bare Harness or spec dict
+    becomes a convention preset); return their names. A name a generic preset holds is a
+    ValueError."""
+    table = FAMILY_PRESETS.setdefault(family, {})
+    for name, preset in presets.items():
+        if name in PRESETS or name in DEPRECATED_PRESETS:
+            raise ValueError(f"family {family!r} preset {name!r} clashes with a generic preset name")
+        if isinstance(preset, Mapping):
+            preset = Harness.from_dict(preset)
+        if isinstance(preset, Harness):
+            preset = Preset(name, preset, "convention", f"a {family} preset", family=family)
+        if not isinstance(preset, Preset):
+            raise TypeError(
+                f"family {family!r} preset {name!r} must be a Harness or a Preset, got {preset!r}"
+            )
+        table[name] = preset
+    return list(presets)
+
+
 def task_family(task: type) -> str | None:
-    """The family of a built-in task (``web``, ``browser``, ``terminal``), from its module."""
+    """A task's family: its declared ``family`` attribute, else (for built-in tasks written
+    before the attribute) the ``harness_gym.envs.<family>`` package it lives in."""
+    declared = getattr(task, "family", None)
+    if declared is not None:
+        return str(declared)
     parts = str(getattr(task, "__module__", "")).split(".")
     return parts[2] if parts[:2] == ["harness_gym", "envs"] and len(parts) > 2 else None
 
@@ -367,18 +399,26 @@ _binds: dict[tuple[str, Harness, tuple, tuple], bool] = {}
 
 
 def preset_applies(name: str, task: type) -> bool:
-    """Whether preset ``name`` is registered with ``task``.
+    """Whether preset ``name`` (of :data:`PRESETS`) is registered with ``task``.
 
     A preset for any family, or for the task's own (or one :data:`FAMILY_ALSO` names), applies
     to every task of a built-in family: the presets are written for those tasks, and
     ``tests/test_registration.py`` binds every such pair, so registering the package's ids binds
-    nothing. A task outside the package (a plugin's) takes the presets whose harness binds to
-    its fields and actions (a preset renaming ``click`` cannot bind to a task without it).
+    nothing. Any other task (one outside the package, even a subclass of a built-in family's
+    base) takes the presets whose harness binds to its fields and actions (a preset renaming
+    ``click`` cannot bind to a task without it), and of those, when it declares a family, only
+    the ones for any family or its own.
     """
     harness = PRESETS[name]
     family = task_family(task)
-    if family is not None:
+    if family in BUILTIN_FAMILIES and str(getattr(task, "__module__", "")).startswith("harness_gym."):
         return preset_for_family(name, family)
+    if family is not None and not preset_for_family(name, family):
+        return False
+    return _binds_to(name, harness, task)
+
+
+def _binds_to(name: str, harness: Harness, task: type) -> bool:
     fields, actions = tuple(task.field_names), tuple(task.action_specs)  # type: ignore[attr-defined]
     key = (name, harness, fields, actions)
     if key not in _binds:
@@ -406,8 +446,13 @@ def preset_name(harness: Harness) -> str | None:
     return None
 
 
-def resolve_harness(harness: Harness | str | Mapping[str, Any] | Path | None) -> Harness:
-    """Accept a Harness, a preset name, a spec dict, or a YAML path; return a Harness."""
+def resolve_harness(
+    harness: Harness | str | Mapping[str, Any] | Path | None, family: str | None = None
+) -> Harness:
+    """Accept a Harness, a preset name, a spec dict, or a YAML path; return a Harness. With
+    ``family``, that family's own presets (:data:`FAMILY_PRESETS`) are names too."""
+    if isinstance(harness, str) and harness in FAMILY_PRESETS.get(family or "", {}):
+        return FAMILY_PRESETS[family][harness].harness  # type: ignore[index]
     if harness is None:
         return PRESETS["Json"]
     if isinstance(harness, Harness):

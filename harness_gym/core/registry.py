@@ -11,7 +11,7 @@ one release (making one warns) but are not listed.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,17 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
 from harness_gym.core.env import HarnessEnv
-from harness_gym.core.harness import Harness
+from harness_gym.core.harness import Harness, register_family_options
 from harness_gym.core.plugins import PluginError, failures_note, load_plugins, set_loader
-from harness_gym.core.presets import DEPRECATED_PRESETS, PRESETS, preset_applies, preset_for_family
+from harness_gym.core.presets import (
+    DEPRECATED_PRESETS,
+    PRESETS,
+    Preset,
+    add_family_presets,
+    preset_applies,
+    preset_for_family,
+    task_family,
+)
 from harness_gym.core.task import Task
 
 NAMESPACE = "harness_gym"
@@ -34,6 +42,8 @@ TASKS: dict[str, type[Task]] = {}
 #: (:func:`family_task` gives the class); ``FAMILY_ENV_IDS`` lists their listed env ids.
 FAMILY_TASKS: dict[str, tuple[type[Task] | str, str]] = {}
 FAMILY_ENV_IDS: list[str] = []
+#: The family of each task registered with :func:`register_family` (task id -> family name).
+TASK_FAMILIES: dict[str, str] = {}
 
 
 def register_task(task_cls: type[Task]) -> type[Task]:
@@ -50,7 +60,9 @@ def get_task(task_id: str) -> type[Task]:
     if task_id not in TASKS and task_id in FAMILY_TASKS:
         return family_task(task_id)
     if task_id not in TASKS:
-        load_plugins(["tasks"])
+        load_plugins(["tasks", "families"])
+    if task_id not in TASKS and task_id in FAMILY_TASKS:
+        return family_task(task_id)
     try:
         return TASKS[task_id]
     except KeyError:
@@ -79,6 +91,8 @@ def make_env(
     name = task if isinstance(task, str) else getattr(task, "task_id", None)
     family = FAMILY_TASKS.get(name) if name not in TASKS else None  # type: ignore[arg-type]
     if family is not None and (isinstance(task, str) or task is family_task(name)):  # type: ignore[arg-type]
+        if family[1] == ENTRY_POINT:  # a family of plain HarnessEnvs
+            return HarnessEnv(family_task(name), harness=harness, render_mode=render_mode)  # type: ignore[arg-type]
         maker = gym.envs.registration.load_env_creator(family[1])
         return maker(task=name, harness=harness, render_mode=render_mode)
     if isinstance(task, str):
@@ -127,29 +141,63 @@ def _with_deprecated(current: list[str]) -> list[str]:
 
 def register_family(
     tasks: Sequence[type[Task]] | Mapping[str, str],
-    entry_point: str,
+    entry_point: str = ENTRY_POINT,
     add_to_task_registry: bool = True,
     family: str | None = None,
+    *,
+    presets: Mapping[str, Harness | Preset | Mapping[str, Any]]
+    | Callable[[], Mapping[str, Harness | Preset | Mapping[str, Any]]]
+    | None = None,
+    options: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> list[str]:
-    """Register a task family's Gymnasium ids, ``<Task>-v0`` and ``<Task>-<Preset>-v0`` for
-    every preset, made by ``entry_point`` (idempotent; an id another entry point holds is
-    replaced); return the ids. With ``add_to_task_registry`` the tasks also join ``TASKS``.
+    """Register a task family: its Gymnasium ids, its own presets and its own factors.
 
-    ``tasks`` are the classes, or (so that registering imports none of them) a mapping of task
-    id to ``"module:Class"`` with the ``family`` name, whose presets they take
-    (:func:`~harness_gym.core.presets.preset_for_family`); such tasks stay out of ``TASKS``.
+    Registers ``<Task>-v0`` and ``<Task>-<Preset>-v0`` for every preset the tasks take, made by
+    ``entry_point`` (a ``"module:callable"`` taking ``task=, harness=, render_mode=``; by
+    default a plain :class:`HarnessEnv`, or the family's env class whose
+    :meth:`~harness_gym.core.env.HarnessEnv.bind_harness` applies its options). Idempotent; an
+    id another entry point holds is replaced. Returns the ids. With ``add_to_task_registry``
+    the tasks also join ``TASKS``.
+
+    Args:
+        tasks: the classes, or (so that registering imports none of them) a mapping of task id
+            to ``"module:Class"`` with ``family=`` (such tasks stay out of ``TASKS``).
+        family: the family name (default: the classes' declared ``Task.family``).
+        presets: presets only this family's tasks take (name -> Harness, Preset or spec dict;
+            or a callable returning that mapping, called once ``options`` is registered so
+            that its harnesses may carry the family's own options): they join
+            :data:`~harness_gym.core.presets.FAMILY_PRESETS`, get ids with every task, resolve
+            as ``harness=`` names in the family's envs and show in ``harness-gym list presets``.
+        options: the normalizer of the family's ``family_options: {family: {...}}`` (options
+            -> normalized options; raises HarnessSpecError on a bad one).
+
+    A family outside the package registers itself from a ``harness_gym.families`` entry point
+    (a callable run at ``import harness_gym``), so adding one edits no file of the package.
     """
     if isinstance(tasks, Mapping):
         if family is None or add_to_task_registry:
             raise ValueError(
                 "tasks given as 'module:Class' names need family= and add_to_task_registry=False"
             )
-        presets = _with_deprecated([p for p in PRESETS if preset_for_family(p, family)])
-        entries = [(task_id, path, presets) for task_id, path in tasks.items()]
+    elif family is None:
+        declared = {task_family(t) for t in tasks}
+        family = declared.pop() if len(declared) == 1 else None
+    if (presets or options) and family is None:
+        raise ValueError("register_family(presets=, options=) needs family= (or tasks declaring one family)")
+    if options is not None:
+        register_family_options(family, options)  # type: ignore[arg-type]
+    if callable(presets):
+        presets = presets()
+    own = add_family_presets(family, presets) if presets else []  # type: ignore[arg-type]
+    if isinstance(tasks, Mapping):
+        generic = _with_deprecated([p for p in PRESETS if preset_for_family(p, family)])  # type: ignore[arg-type]
+        entries = [(task_id, path, generic + own) for task_id, path in tasks.items()]
     else:
-        entries = [(task.task_id, task, _presets_for(task)) for task in tasks]
+        entries = [(task.task_id, task, _presets_for(task) + own) for task in tasks]
     ids = []
     for task_id, task, task_presets in entries:
+        if family is not None:
+            TASK_FAMILIES[task_id] = family
         if not (isinstance(task, str) and isinstance(FAMILY_TASKS.get(task_id, ("",))[0], type)):
             FAMILY_TASKS[task_id] = (task, entry_point)  # (a class already imported stays)
         if add_to_task_registry:
@@ -164,6 +212,13 @@ def register_family(
     plain = {env_id(task_id) for task_id, _, _ in entries}
     add_family_env_ids(i for i in ids if i not in plain)
     return ids
+
+
+def family_of(task_id: str) -> str | None:
+    """The family of a registered task id (declared, or given to :func:`register_family`)."""
+    if task_id in TASK_FAMILIES:
+        return TASK_FAMILIES[task_id]
+    return task_family(TASKS[task_id]) if task_id in TASKS else None
 
 
 def add_family_env_ids(ids: Iterable[str]) -> None:
@@ -191,4 +246,13 @@ def _register_task_plugin(name: str, obj: Any) -> None:
     register_envs([t.task_id for t in tasks])
 
 
+def _register_family_plugin(name: str, obj: Any) -> None:
+    """A ``harness_gym.families`` entry point: a callable that registers a family (it calls
+    :func:`register_family`)."""
+    if not callable(obj):
+        raise PluginError(f"a harness_gym.families entry point must name a callable, got {obj!r}")
+    obj()
+
+
 set_loader("tasks", _register_task_plugin)
+set_loader("families", _register_family_plugin)

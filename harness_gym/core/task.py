@@ -18,21 +18,95 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-#: Python types a canonical action argument may have.
-PARAM_TYPES: dict[str, type] = {"int": int, "str": str}
+#: The types a canonical action argument may have: name -> Python type of its values.
+PARAM_TYPES: dict[str, type] = {"int": int, "str": str, "float": float, "list[int]": list, "list[str]": list}
+#: How each type is written in a JSON schema (OpenAI / Anthropic tools).
+_SCHEMA: dict[str, dict[str, Any]] = {
+    "int": {"type": "integer"},
+    "str": {"type": "string"},
+    "float": {"type": "number"},
+    "list[int]": {"type": "array", "items": {"type": "integer"}},
+    "list[str]": {"type": "array", "items": {"type": "string"}},
+}
+_EXAMPLE: dict[str, Any] = {"int": 0, "float": 0.5, "list[int]": [0, 1], "list[str]": ["a", "b"]}
 
 
 @dataclass(frozen=True)
 class Param:
-    """One argument of a canonical action: its name, type (``"int"`` or ``"str"``) and meaning."""
+    """One argument of a canonical action: its name, type, meaning and (for an enum) choices.
+
+    ``type`` is one of :data:`PARAM_TYPES`: ``"int"``, ``"str"``, ``"float"`` (a number),
+    ``"list[int]"`` or ``"list[str]"``. ``choices`` makes it an enum: the values it may take
+    (the JSON schema says ``enum``; a parsed value outside them is a ``wrong_type`` error). A
+    list argument's value in an :class:`Action` is a tuple (actions are hashable); styles that
+    write text write a list or a number as JSON text, and read that back.
+    """
 
     name: str
     type: str
     description: str
+    choices: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
             raise ValueError(f"Param type must be one of {sorted(PARAM_TYPES)}, got {self.type!r}")
+        if not isinstance(self.choices, tuple):
+            object.__setattr__(self, "choices", tuple(self.choices))
+        for choice in self.choices:
+            try:
+                self.coerce(choice)
+            except ValueError as err:
+                raise ValueError(
+                    f"Param {self.name!r}: choice {choice!r} is not a {self.type}: {err}"
+                ) from None
+
+    @property
+    def is_text_or_int(self) -> bool:
+        """Whether the tool styles write this argument natively (an ``int`` or ``str``)."""
+        return self.type in ("int", "str")
+
+    def json_schema(self) -> dict[str, Any]:
+        """This argument's JSON schema (without its description)."""
+        schema = dict(_SCHEMA[self.type])
+        if self.choices:
+            schema["enum"] = [list(c) if isinstance(c, tuple) else c for c in self.choices]
+        return schema
+
+    def example(self) -> Any:
+        """A value to show in a tool's written example."""
+        if self.choices:
+            return self.choices[0]
+        value = _EXAMPLE.get(self.type, self.name)
+        return tuple(value) if isinstance(value, list) else value
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` (decoded JSON, or the JSON text a text style wrote) as this type's value
+        (a list as a tuple); raises ValueError saying what was expected."""
+        if isinstance(value, str) and self.type != "str":
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"expected {self.type}, got text that is not one") from None
+        if self.type == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"expected a number, got {type(value).__name__}")
+            value = float(value)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError("expected a finite number")
+        elif self.type.startswith("list["):
+            item = int if self.type == "list[int]" else str
+            if not isinstance(value, (list, tuple)) or not all(
+                isinstance(v, item) and not isinstance(v, bool) for v in value
+            ):
+                raise ValueError(f"expected a list of {item.__name__}")
+            value = tuple(value)
+        elif self.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError("expected an integer")
+        elif self.type == "str" and not isinstance(value, str):
+            raise ValueError("expected a string")
+        if self.choices and value not in self.choices:
+            raise ValueError(f"expected one of {list(self.choices)}")
+        return value
 
 
 @dataclass(frozen=True)
@@ -112,6 +186,10 @@ class Task(ABC):
     nondeterministic: ClassVar[bool] = False
     #: The largest return an episode can earn (lets ceiling search stop early).
     max_return: ClassVar[float] = 1.0
+    #: The task family (``"web"``, ``"terminal"``, a plugin's own): which family presets and
+    #: ``family_options`` the task takes (``register_family``). ``None``: no family, only the
+    #: generic presets that bind to its fields and actions.
+    family: ClassVar[str | None] = None
 
     @abstractmethod
     def reset(self, rng: np.random.Generator) -> None:

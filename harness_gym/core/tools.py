@@ -315,7 +315,7 @@ class Toolbox:
     def json_schema(self, tool: Tool) -> dict[str, Any]:
         props = {}
         for param, name, desc in zip(tool.params, tool.arg_names, tool.arg_descriptions):
-            prop: dict[str, Any] = {"type": "integer" if param.type == "int" else "string"}
+            prop: dict[str, Any] = param.json_schema()
             if desc:
                 prop["description"] = desc
             props[name] = prop
@@ -352,11 +352,19 @@ class Toolbox:
         lines = []
         for t in self.tools:
             example = self.format(
-                Action(t.spec.name, tuple((p.name, 0 if p.type == "int" else p.name) for p in t.params))
+                Action(
+                    t.spec.name,
+                    tuple(
+                        (p.name, p.name if p.type == "str" and not p.choices else p.example())
+                        for p in t.params
+                    ),
+                )
             )
             lines.append(f"- {example}" + (f"  # {t.description}" if t.description else ""))
             for arg, param, desc in zip(t.arg_names, t.params, t.arg_descriptions):
-                typ = "integer" if param.type == "int" else "string"
+                typ = {"int": "integer", "str": "string", "float": "number"}.get(param.type, param.type)
+                if param.choices:
+                    typ += ", one of " + ", ".join(map(_written_value, param.choices))
                 lines.append(f"    {arg} ({typ})" + (f": {desc}" if desc else ""))
         return "\n".join(lines)
 
@@ -393,7 +401,7 @@ class Toolbox:
         tool = self._by_canonical.get(action.name)
         if tool is None:
             raise KeyError(f"action {action.name!r} is not a tool of this harness")
-        values = [action[p.name] for p in tool.params]
+        values = [self._written_arg(p, action[p.name]) for p in tool.params]
         pairs = list(zip(tool.arg_names, values))
         if self.style == "json":
             return json.dumps({"name": tool.name, "arguments": dict(pairs)}, ensure_ascii=False)
@@ -414,12 +422,23 @@ class Toolbox:
         parts = [tool.name] + [str(v) if isinstance(v, int) else _shell_quote(v) for _, v in pairs]
         return " ".join(parts)
 
+    def _written_arg(self, param: Param, value: Any) -> Any:
+        """A value as this style writes it: an int or str as itself, a number or a list as a
+        JSON value where the style writes JSON or Python, else as JSON text."""
+        if param.is_text_or_int:
+            return value
+        value = list(value) if isinstance(value, tuple) else value
+        return value if self.style in ("json", "json_flat", "python") else dump_json(value)
+
     def call(self, action: Action) -> tuple[str, dict[str, Any]]:
         """A canonical action as a native function call: the tool's name and its arguments."""
         tool = self._by_canonical.get(action.name)
         if tool is None:
             raise KeyError(f"action {action.name!r} is not a tool of this harness")
-        return tool.name, {n: action[p.name] for p, n in zip(tool.params, tool.arg_names)}
+        return tool.name, {
+            n: list(v) if isinstance(v := action[p.name], tuple) else v
+            for p, n in zip(tool.params, tool.arg_names)
+        }
 
     def write_call(self, name: Any, arguments: Any) -> str:
         """Write a model's native tool call in this style, without checking it.
@@ -461,7 +480,7 @@ class Toolbox:
         if self.style in ("python", "python_positional"):
             return f"{name}({', '.join(f'{k}={v!r}' for k, v in pairs)})"
         if self.style == "xml":
-            inner = "".join(f"<{k}>{_xml_escape(str(v))}</{k}>" for k, v in pairs)
+            inner = "".join(f"<{k}>{_xml_escape(_text_value(v))}</{k}>" for k, v in pairs)
             return f"<{name}>{inner}</{name}>"
         tool = self._by_name.get(name)
         if tool is not None:  # positional: the tool's argument order; extras go last
@@ -475,7 +494,7 @@ class Toolbox:
         if self.style == "bracket":
             return " ".join([name, *(f"[{_written_value(v)}]" for _, v in pairs)])
         values = [
-            str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(str(v))
+            str(v) if isinstance(v, int) and not isinstance(v, bool) else _shell_quote(_text_value(v))
             for _, v in pairs
         ]
         return " ".join([_shell_quote(name), *values])
@@ -625,6 +644,23 @@ class Toolbox:
         return Action(tool.spec.name, tuple(args))
 
     def _coerce(self, tool: Tool, name: str, param: Param, value: Any, from_text: bool) -> Any:
+        value = self._coerce_type(tool, name, param, value, from_text)
+        if param.choices and value not in param.choices:
+            raise ActionError(
+                "wrong_type",
+                f"argument {name!r} of tool {tool.name!r} must be one of "
+                f"{[_written_value(c) for c in param.choices]}, got {_shown(value)}",
+            )
+        return value
+
+    def _coerce_type(self, tool: Tool, name: str, param: Param, value: Any, from_text: bool) -> Any:
+        if not param.is_text_or_int:
+            try:
+                return param.coerce(_plain_number(value) if not isinstance(value, str) else value)
+            except (ValueError, TypeError, RecursionError) as err:
+                raise ActionError(
+                    "wrong_type", f"argument {name!r} of tool {tool.name!r}: {err}, got {_shown(value)}"
+                ) from None
         if param.type == "int":
             whole = json_integer(value)
             if whole is not None:
@@ -727,6 +763,9 @@ class Toolbox:
                     "malformed", f"expected [ before argument {tool.arg_names[i]!r}: {preview(text)}"
                 )
             end = text.rfind("]") if i == n - 1 else text.find("]", pos + 1)
+            if i < n - 1 and tool.params[i].type.startswith("list[") and text.startswith("[[", pos):
+                inner = _balanced_end(text, pos + 1, "[", "]")  # a JSON list inside the brackets
+                end = inner if inner > 0 and text.startswith("]", inner) else -1
             if end <= pos:
                 raise ActionError(
                     "malformed", f"argument {tool.arg_names[i]!r} has no closing ]: {preview(text)}"
@@ -859,6 +898,13 @@ def _xml_unescape(text: str) -> str:
 def _written_value(value: Any) -> str:
     """A decoded JSON value as text (an integer as digits, a string as itself)."""
     return value if isinstance(value, str) else dump_json(value)
+
+
+def _text_value(value: Any) -> str:
+    """A native call's argument as text: a string as itself, a list or a number as JSON text."""
+    if isinstance(value, str):
+        return value
+    return dump_json(value) if isinstance(value, (list, tuple, dict, float)) else str(value)
 
 
 def _shell_quote(text: str) -> str:

@@ -113,6 +113,7 @@ class BrowserTask(Task):
     field_names: ClassVar[tuple[str, ...]] = ("instruction", "title", "page")
     action_specs: ClassVar[tuple[ActionSpec, ...]] = WEB_ACTIONS
     max_steps: ClassVar[int] = 10
+    family: ClassVar[str | None] = "browser"
     #: The MiniWoB++ task name (the HTML file name without ``.html``).
     subdomain: ClassVar[str]
     #: Keys that legal_actions offers for ``press``.

@@ -2,41 +2,59 @@
 
 ``register()`` registers ``harness_gym/Term<Task>-<Preset>-v0`` and ``harness_gym/Term<Task>-v0``
 (which takes ``harness=`` and ``terminal=``) with Gymnasium for every task of
-:data:`~harness_gym.envs.terminal.tasks.TERMINAL_TASKS`. Registering starts nothing; the
+:data:`~harness_gym.envs.terminal.catalog.TASK_CLASSES`. Registering imports no task and starts nothing; the
 sandbox starts at an env's first reset, and building an env where bubblewrap cannot run
 raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``docs/terminal.md``.
 """
 
 from __future__ import annotations
 
-import gymnasium as gym
+from typing import Any
 
-from harness_gym.core.registry import add_env_spec, add_family_env_ids, env_id, register_family
-from harness_gym.envs.terminal.options import SENTINEL, TerminalOptions
-from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESETS
-from harness_gym.envs.terminal.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, require_bwrap
-from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
+from harness_gym.core.registry import register_family
+from harness_gym.envs.terminal.catalog import TASK_CLASSES
+from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
+from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 
 ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
-TERMINAL_TASK_IDS: tuple[str, ...] = tuple(t.task_id for t in TERMINAL_TASKS)
+TERMINAL_TASK_IDS: tuple[str, ...] = tuple(TASK_CLASSES)
+#: Names this package gives from modules it imports only when one is asked for.
+_LAZY = {
+    "TERMINAL_TASKS": "harness_gym.envs.terminal.tasks",
+    "Sandbox": "harness_gym.envs.terminal.sandbox",
+    "SandboxLimits": "harness_gym.envs.terminal.sandbox",
+    "SandboxUnavailable": "harness_gym.envs.terminal.sandbox",
+    "require_bwrap": "harness_gym.envs.terminal.sandbox",
+}
 
 
 def register(add_to_task_registry: bool = False) -> list[str]:
-    """Register every terminal task's Gymnasium ids (idempotent); return them.
+    """Register every terminal task's Gymnasium ids and the coding-harness presets, which
+    only terminal tasks take (idempotent); return the ids.
 
     The tasks stay out of ``harness_gym.TASKS`` unless ``add_to_task_registry`` (they need
-    bubblewrap and are slower than the pure-Python suite that TASKS lists).
+    bubblewrap and are slower than the pure-Python suite that TASKS lists); then the task
+    classes are imported, else only :data:`~harness_gym.envs.terminal.catalog.TASK_CLASSES`
+    is read (``import harness_gym`` imports no sandbox or task module).
     """
-    ids = register_family(TERMINAL_TASKS, ENTRY_POINT, add_to_task_registry)
-    coding = []
-    for task in TERMINAL_TASKS:  # the coding-harness presets, which only terminal tasks take
-        for preset in TERMINAL_PRESETS:
-            new_id = env_id(task.task_id, preset)
-            if new_id not in gym.registry:
-                add_env_spec(new_id, ENTRY_POINT, {"task": task.task_id, "harness": preset})
-            coding.append(new_id)
-    add_family_env_ids(coding)
-    return ids + coding
+    if add_to_task_registry:
+        from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
+
+        tasks: Any = TERMINAL_TASKS
+    else:
+        tasks = TASK_CLASSES
+    return register_family(
+        tasks, ENTRY_POINT, add_to_task_registry, family=FAMILY, presets=TERMINAL_PRESET_INFO
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``TERMINAL_TASKS`` and the sandbox's names, imported on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_terminal_task(task_id: str) -> bool:

@@ -3,8 +3,9 @@
 It behaves like :class:`~harness_gym.core.env.HarnessEnv` (every generic factor applies) and
 adds the terminal factors of :class:`~harness_gym.envs.terminal.options.TerminalOptions`,
 which the harness carries (``family_options: {terminal: ...}``; ``terminal=`` sets them on
-the given harness, so they are part of ``info["harness_id"]``): presentation is bound into
-the harness (:class:`TerminalBoundHarness`), the shell mode is handed to the task.
+the given harness, so they are part of ``info["harness_id"]``): the public ``bind_harness``
+hook binds presentation into the harness (:class:`TerminalBoundHarness`) and hands the shell
+mode to the task.
 ``info`` adds ``terminal`` (the options), ``terminal_id``, ``command``
 (what the sandbox reported for the last action: exit code, timing, the containment rules it
 ran into) and, at the end, ``verdict``. ``close()`` kills the sandbox and removes the
@@ -21,6 +22,7 @@ from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
 from harness_gym.envs.terminal.options import (
+    FAMILY,
     TerminalBoundHarness,
     TerminalOptions,
     harness_options,
@@ -43,7 +45,7 @@ class TerminalEnv(HarnessEnv):
             raise TypeError(
                 f"terminal options must be a TerminalOptions or a dict, got {type(terminal).__name__}"
             )
-        harness = with_options(_resolve(harness), terminal)
+        harness = with_options(resolve_harness(harness, family=FAMILY), terminal)
         self.terminal = harness_options(harness)
         if isinstance(task, type):
             task = task(shell=self.terminal.shell)
@@ -56,18 +58,12 @@ class TerminalEnv(HarnessEnv):
         assert isinstance(self.task, TerminalTask)
         return self.task
 
-    def _bind(self, harness: Harness) -> None:
-        if harness == self.harness and isinstance(getattr(self, "bound", None), TerminalBoundHarness):
-            return
-        super()._bind(harness)
+    def bind_harness(self, harness: Harness) -> TerminalBoundHarness:
+        """The terminal options the harness carries go to the task (shell mode) and into the
+        bound harness (presentation)."""
         self.terminal = harness_options(harness)
         self.terminal_task.shell = self.terminal.shell
-        self.bound = TerminalBoundHarness(
-            harness, self.task.field_names, self.task.action_specs, self.terminal
-        )
-        import json
-
-        self._tools_json = json.dumps(self.bound.openai_tools)
+        return TerminalBoundHarness(harness, self.task.field_names, self.task.action_specs, self.terminal)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -85,26 +81,10 @@ class TerminalEnv(HarnessEnv):
             info["verdict"] = self.terminal_task.verdict
         return observation, reward, terminated, truncated, info
 
-    def _spec_copy(self) -> dict[str, Any]:
-        spec = super()._spec_copy()
-        if "family_options" in spec:  # nested one level deeper than the base class copies
-            spec["family_options"] = {k: dict(v) for k, v in spec["family_options"].items()}
-        return spec
-
     def _terminal_info(self, info: dict[str, Any]) -> dict[str, Any]:
         info["terminal"] = self.terminal.to_dict()
         info["terminal_id"] = self.terminal.id
         return info
-
-
-def _resolve(harness: Harness | str | Mapping[str, Any] | Path | None) -> Harness:
-    """A harness from any form: terminal preset names first, then the generic presets."""
-    if isinstance(harness, str) and not harness.endswith((".yaml", ".yml")):
-        from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
-
-        if harness in TERMINAL_PRESETS:
-            return TERMINAL_PRESETS[harness]
-    return resolve_harness(harness)
 
 
 def make_terminal_env(

@@ -2,7 +2,8 @@
 
 Each is a :class:`~harness_gym.core.harness.Harness` whose terminal factors ride in
 ``family_options: {terminal: ...}``. They stay out of the generic preset table (which every
-task takes): :func:`harness_gym.envs.terminal.register` registers
+task takes): :func:`harness_gym.envs.terminal.register` registers them as the family's own
+presets (``register_family(presets=...)``), so it registers
 ``harness_gym/Term<Task>-<Preset>-v0`` for every terminal task, a terminal env takes the names
 as ``harness=``, and ``harness-gym list presets`` shows them as terminal conventions. The
 canonical terminal harness is the generic ``Json`` preset (default terminal options). What
@@ -29,6 +30,7 @@ each preset reproduces, and what it cannot:
 from __future__ import annotations
 
 from harness_gym.core.harness import Harness
+from harness_gym.core.presets import Preset
 
 MINI_SWE_AGENT_TEMPLATE = (
     "You are a helpful assistant that can interact with a computer.\n\n"
@@ -165,6 +167,11 @@ PRESET_NOTES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
         ),
         OPENHANDS_SOURCES,
     ),
+}
+#: The terminal presets as ``register_family(presets=...)`` takes them (``list presets``).
+TERMINAL_PRESET_INFO: dict[str, Preset] = {
+    name: Preset(name, harness, "convention", PRESET_NOTES[name][0], "terminal", *PRESET_NOTES[name][1:])
+    for name, harness in TERMINAL_PRESETS.items()
 }
 #: The presets the oracle and the docs compare side by side: canonical first.
 CODING_PRESETS: tuple[str, ...] = ("Json", *TERMINAL_PRESETS)

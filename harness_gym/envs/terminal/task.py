@@ -74,6 +74,7 @@ class TerminalTask(Task):
     field_names: ClassVar[tuple[str, ...]] = ("instruction", "result")
     action_specs: ClassVar[tuple[ActionSpec, ...]] = TERMINAL_ACTIONS
     max_steps: ClassVar[int] = 8
+    family: ClassVar[str | None] = "terminal"
     #: Per-command limits (subclasses may relax the timeout, e.g. for git-heavy set-ups).
     limits: ClassVar[SandboxLimits] = SandboxLimits()
 

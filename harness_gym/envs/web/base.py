@@ -55,6 +55,7 @@ class WebTask(Task):
     field_names: ClassVar[tuple[str, ...]] = ("instruction", "title", "page")
     action_specs: ClassVar[tuple[ActionSpec, ...]] = WEB_ACTIONS
     max_steps: ClassVar[int] = 6
+    family: ClassVar[str | None] = "web"
     #: Keys that legal_actions offers for ``press`` (tasks that use keys extend this).
     legal_keys: ClassVar[tuple[str, ...]] = ()
 
