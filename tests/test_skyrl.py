@@ -178,3 +178,20 @@ def test_registered_once_in_skyrl_registry() -> None:
     assert ENV_CLASS in skyrl_gym.registry
     assert register_skyrl_env() == ENV_CLASS  # a second registration is a no-op, not an error
     assert skyrl_gym.spec(ENV_CLASS).entry_point == "harness_gym.integrations.skyrl:HarnessTextEnv"
+
+
+@pytest.mark.parametrize("name", ["Json", "OpenHandsStyle"])
+def test_terminal_oracle_through_skyrl_equals_in_process(name: str) -> None:
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("terminal tasks need bubblewrap")
+    from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
+
+    harness = name if name == "Json" else TERMINAL_PRESETS[name]
+    want = in_process("TermSortUnique", harness, 2)
+    row = dataset_row(make_env("TermSortUnique", harness), 2)
+    got = through_skyrl(row, want["actions"])
+    assert got["first"] == want["first"] and got["observations"] == want["observations"]
+    assert got["rewards"] == want["rewards"] and got["last"]["metadata"]["success"] is True
+    got["env"].close()
