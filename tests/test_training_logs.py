@@ -198,3 +198,19 @@ def test_bad_log_inputs_get_clear_errors(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_wandb_mode_comes_from_the_environment() -> None:
     assert os.environ["WANDB_MODE"] == "offline"  # the fixture: no test ever talks to the network
+
+
+@pytest.mark.llm
+@needs["tensorboard"]
+def test_cli_grpo_lm_logs_every_step(tmp_path: Path) -> None:
+    out = tmp_path / "lm"
+    cli(
+        "train", "--algo", "grpo-lm", "--model", "llm", "--env", "harness_gym/ClickButton-JsonFewShot-v0",
+        "--steps", "2", "--group-size", "2", "--train-seeds", "2", "--max-tokens", "16",
+        "--eval-episodes", "0", "--threads", "1", "--out", str(out), "--log", "tensorboard",
+    )  # fmt: skip
+    history = json.loads((out / "harness_gym_training.json").read_text())["history"]
+    scalars = read_scalars(out / "logs")
+    assert len(history) == 2
+    for key in ("loss", "reward", "learning_rate"):
+        assert same(scalars[key], [(row["step"], row[key]) for row in history])
