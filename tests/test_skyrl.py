@@ -195,3 +195,19 @@ def test_terminal_oracle_through_skyrl_equals_in_process(name: str) -> None:
     assert got["first"] == want["first"] and got["observations"] == want["observations"]
     assert got["rewards"] == want["rewards"] and got["last"]["metadata"]["success"] is True
     got["env"].close()
+
+
+def test_aggregated_success_through_skyrl_is_the_known_fraction() -> None:
+    """skyrl's own aggregate_metrics over oracle episodes (success 1) and episodes that only
+    send garbage (success 0, ended by the step budget): the mean is the oracle's share."""
+    metrics = []
+    for seed in range(10):
+        row = dataset_row(make_env("ClickButton", "Json"), seed)
+        env = skyrl_gym.make(ENV_CLASS, extras=row)
+        env.init(row["prompt"])
+        while not env.done:
+            env.step(env.env.oracle_action() if seed % 5 < 2 else "no tool call here")
+        metrics.append(env.get_metrics())
+    summary = HarnessTextEnv.aggregate_metrics(metrics)
+    assert summary["success"] == pytest.approx(0.4)
+    assert summary["invalid_actions"] > 0 and summary["return"] == pytest.approx(0.4)

@@ -196,8 +196,17 @@ def test_bad_log_inputs_get_clear_errors(tmp_path: Path, monkeypatch: pytest.Mon
         read_scalars(bogus.parent)
 
 
-def test_wandb_mode_comes_from_the_environment() -> None:
-    assert os.environ["WANDB_MODE"] == "offline"  # the fixture: no test ever talks to the network
+@needs["wandb"]
+def test_wandb_is_offline_unless_wandb_mode_says_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WANDB_MODE")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    with open_log("wandb", tmp_path, "default-mode") as run_log:
+        run_log.log({"x": 1.0}, 0)
+    assert run_log.folder.name.startswith("offline-run-")
+    assert read_scalars(tmp_path) == {"x": [(0, 1.0)]}
+    assert "WANDB_MODE" not in os.environ
 
 
 @pytest.mark.llm
