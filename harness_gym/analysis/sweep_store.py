@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.analysis.sweep_spec import SweepError, SweepSpec
+from harness_gym.logging_backends import log_progress
 from harness_gym.progress import progress_bar
 from harness_gym.rows import (
     ROWS_JSONL,
@@ -115,6 +116,7 @@ class RowWriter:
         self.fh = path.open("a")
         self.rows: list[dict[str, Any]] = []
         self.errors = 0
+        self.total = total
         self.bar = progress_bar(total, desc, unit="cell", enabled=show and total > 0, smoothing=0.1)
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -122,6 +124,7 @@ class RowWriter:
         n = append_rows(self.fh, rows)  # checked against the row schema: unknown columns raise
         self.rows.extend(rows)
         self.errors += sum(row["error"] is not None for row in rows)
+        log_progress(self.rows, self.total)  # to the run log of --log, if one is active
         if self.bar is not None:
             self.bar.update(n)
 

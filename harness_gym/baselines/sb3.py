@@ -44,6 +44,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
+from harness_gym.logging_backends import check_backend, open_log, sb3_logger
 from harness_gym.progress import progress as progress_iter
 from harness_gym.progress import progress_bar
 from harness_gym.rollout import EpisodeResult, run_episode
@@ -299,14 +300,19 @@ def train(
     hyperparams: Mapping[str, Any] | None = None,
     progress: bool = False,
     verbose: int = 0,
+    log: str | None = None,
+    log_dir: str | Path | None = None,
 ) -> TrainedModel:
     """Train ``algo`` (``ppo``, ``maskable_ppo`` or ``dqn``) for ``steps`` env steps on ``env_id``.
 
     ``harness`` replaces the env id's registered harness. Everything is seeded from ``seed``
-    (torch, the SB3 model and the envs), so the same call gives the same model.
+    (torch, the SB3 model and the envs), so the same call gives the same model. ``log``
+    (``tensorboard`` or ``wandb``, :mod:`harness_gym.logging_backends`) writes SB3's scalars
+    (``rollout/ep_rew_mean``, ``train/loss``, ...) under ``log_dir``.
     """
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {list(ALGOS)}")
+    check_backend(log)
     features = features or default_features(max_actions)
     params = {**DEFAULT_HYPERPARAMS[algo], **dict(hyperparams or {})}
     probe = make_harness_env(env_id, harness)
@@ -319,9 +325,20 @@ def train(
 
     torch.manual_seed(seed)
     venv = make_vec_env(factory, n_envs=n_envs, seed=seed)
-    model = ALGOS[algo]("MlpPolicy", venv, seed=seed, verbose=verbose, device="cpu", **params)
-    model.learn(total_timesteps=int(steps), callback=TqdmCallback(f"train {algo}") if progress else None)
+    log_dir = Path(log_dir or "runs")
+    tensorboard_log = str(log_dir) if log == "tensorboard" else None
+    model = ALGOS[algo](
+        "MlpPolicy", venv, seed=seed, verbose=verbose, device="cpu", tensorboard_log=tensorboard_log, **params
+    )
+    run_log = None
+    if log == "wandb":
+        run_log = open_log("wandb", log_dir, f"{algo}-{task_id}-{trained_harness.id}", params)
+        model.set_logger(sb3_logger(run_log))
+    callback = TqdmCallback(f"train {algo}") if progress else None
+    model.learn(total_timesteps=int(steps), callback=callback, tb_log_name=f"{algo}-{trained_harness.id}")
     venv.close()
+    if run_log is not None:
+        run_log.close()
     return TrainedModel(
         model=model,
         algo=algo,

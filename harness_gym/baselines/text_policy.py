@@ -576,8 +576,11 @@ class TextPolicyGRPOTrainer:
                 updates += 1
         return {k: v / max(1, updates) for k, v in stats.items()} | {"steps": float(n)}
 
-    def train(self, iterations: int | None = None, progress: bool = False) -> list[dict[str, float]]:
-        """Run ``iterations`` collect-and-update rounds; return one stats row per iteration."""
+    def train(
+        self, iterations: int | None = None, progress: bool = False, log: Any = None
+    ) -> list[dict[str, float]]:
+        """Run ``iterations`` collect-and-update rounds; return one stats row per iteration
+        (each also sent to ``log``, a :class:`harness_gym.logging_backends.RunLog`, if given)."""
         total = self.config.iterations if iterations is None else iterations
         bar = progress_bar(total, "grpo", unit="it", enabled=progress)
         for _ in range(total):
@@ -595,6 +598,8 @@ class TextPolicyGRPOTrainer:
                 "seconds": time.perf_counter() - start,
             }
             self.history.append(row)
+            if log is not None:
+                log.log(row, step=len(self.history) - 1)
             if bar is not None:
                 bar.set_postfix(success=f"{row['train_success']:.2f}", kl=f"{row['kl']:.3f}")
                 bar.update(1)

@@ -61,6 +61,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from harness_gym.core.plugins import PluginError
     from harness_gym.llm.embedded import EmbeddedModelError
     from harness_gym.llm.spec import LLMSpecError
+    from harness_gym.logging_backends import LogError
 
     kinds: list[type[BaseException]] = [
         CommandError,
@@ -70,6 +71,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
         SweepError,
         EmbeddedModelError,
         PluginError,
+        LogError,
         OSError,
         UnicodeError,
         json.JSONDecodeError,

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from harness_gym.analysis.agent_spec import AGENT_FORMS
 from harness_gym.cli.common import CommandError, non_negative_int, output_dir, positive_int
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
+from harness_gym.logging_backends import active, add_log_arguments, cli_log
 
 HELP = "search a harness space for the harness an agent does best under (dev seeds), judged on test seeds"
 
@@ -79,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", action="store_true", help="build the report when the search ends")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_log_arguments(parser, "<--out>/logs")
     add_llm_arguments(parser)
 
 
@@ -105,16 +107,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     output_dir(args.out)
     out.write(spec.describe() + "\n")
     out.flush()
-    result = run_search(
-        spec,
-        args.out,
-        workers=args.workers,
-        progress=False,
-        overwrite=args.overwrite,
-        log=None if not args.quiet else _Null(),
-        in_flight=args.in_flight,
-        retry_errors=args.retry_errors,
-    )
+    with cli_log(args, "search", {"search": spec.describe()}) as run_log, active(run_log):
+        result = run_search(
+            spec,
+            args.out,
+            workers=args.workers,
+            progress=False,
+            overwrite=args.overwrite,
+            log=None if not args.quiet else _Null(),
+            in_flight=args.in_flight,
+            retry_errors=args.retry_errors,
+        )
     ratio = result.dev_episodes / spec.exhaustive_cost()
     out.write(
         f"{result.dev_episodes:,} dev episodes ({ratio:.1%} of evaluating all {spec.space.size:,} "

@@ -16,6 +16,7 @@ from harness_gym.analysis.sweep import ALL_LIMIT, BACKENDS, SUBSET_FORMS
 from harness_gym.cli.common import non_negative_int, output_dir, positive_int, seed_int
 from harness_gym.cli.report import build
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
+from harness_gym.logging_backends import active, add_log_arguments, cli_log
 
 HELP = "run every (task, harness, seed) cell for each agent; one row per episode (resumable)"
 
@@ -81,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", action="store_true", help="build the report when the sweep ends")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_log_arguments(parser, "<--out>/logs")
     add_llm_arguments(parser)
 
 
@@ -103,19 +105,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     output_dir(args.out)
     out.write(spec.describe() + "\n")
     out.flush()
-    result = sweeps.run_sweep(
-        spec,
-        args.out,
-        workers=args.workers,
-        backend=args.backend,
-        chunk_size=args.chunk_size,
-        progress=not args.quiet,
-        overwrite=args.overwrite,
-        retry_errors=args.retry_errors,
-        ray_address=args.ray_address,
-        log=sys.stderr,
-        in_flight=args.in_flight,
-    )
+    with cli_log(args, f"sweep-{spec.id}", {"sweep_id": spec.id}) as run_log, active(run_log):
+        result = sweeps.run_sweep(
+            spec,
+            args.out,
+            workers=args.workers,
+            backend=args.backend,
+            chunk_size=args.chunk_size,
+            progress=not args.quiet,
+            overwrite=args.overwrite,
+            retry_errors=args.retry_errors,
+            ray_address=args.ray_address,
+            log=sys.stderr,
+            in_flight=args.in_flight,
+        )
     rate = result.n_run / result.seconds if result.seconds > 0 else 0.0
     out.write(
         f"{result.n_cells:,} cells: {result.n_skipped:,} already done, {result.n_run:,} run "

@@ -13,6 +13,7 @@ Every argument is checked before torch and stable-baselines3 are imported.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, TextIO
 
 from harness_gym.cli import train_lm
@@ -27,6 +28,7 @@ from harness_gym.cli.common import (
     require_env_id,
     seed_int,
 )
+from harness_gym.logging_backends import LogError, add_log_arguments, check_backend, cli_log
 
 HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
 TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy", "grpo-lm")
@@ -76,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-episodes", type=non_negative_int, default=100, help="evaluate on seeds 0.. after training"
     )
+    add_log_arguments(parser, "<--out>/logs")
     train_lm.add_arguments(parser)
 
 
@@ -83,6 +86,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Check every argument, train, save to ``--out``, then report the success rate on held-out seeds."""
     from harness_gym.core.presets import resolve_harness
 
+    try:
+        check_backend(args.log)
+    except LogError as err:
+        raise CommandError(str(err)) from None
     if args.algo == "grpo-lm":
         args.steps = 10 if args.steps is None else args.steps
         return train_lm.run(args, out)
@@ -120,6 +127,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         n_envs=args.n_envs,
         hyperparams=hyperparams,
         progress=True,
+        log=args.log,
+        log_dir=args.log_dir or Path(args.out) / "logs",
     )
     path = trained.save(args.out)
     out.write(f"saved {args.algo} model trained under harness {trained.harness.id} to {path}\n")
@@ -162,7 +171,8 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
     torch.manual_seed(args.seed)
     policy = TextPolicy(policy_cfg)
     trainer = TextPolicyGRPOTrainer(policy, factories, grpo)
-    history = trainer.train(progress=True)
+    with cli_log(args, f"text_policy-{args.grouping}", grpo.__dict__) as run_log:
+        history = trainer.train(progress=True, log=run_log)
     path = save_run(
         policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history
     )

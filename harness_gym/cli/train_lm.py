@@ -28,6 +28,7 @@ from harness_gym.cli.common import (
     require_env_id,
     seed_int,
 )
+from harness_gym.logging_backends import cli_log
 
 TRAIN_SEED_START = 10_000
 
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             seed=args.seed,
             threads=args.threads,
         )
-        trained = train_grpo_lm(config, args.out)
+        with cli_log(args, f"grpo-lm-{task}", config.to_dict()) as run_log:
+            trained = train_grpo_lm(config, args.out, log=run_log)
     except (TrainingSetupError, ChatTemplateError, EmbeddedModelError, ValueError) as err:
         raise CommandError(str(err)) from None
     t = trained.timings

@@ -1,5 +1,6 @@
-"""The protocols other trainers speak: trajectory export for SFT (:mod:`.export`) and an
-OpenEnv-compatible environment server (:mod:`.openenv_server`, extra ``openenv``).
+"""The protocols other trainers speak: trajectory export for SFT (:mod:`.export`), an
+OpenEnv-compatible environment server (:mod:`.openenv_server`, extra ``openenv``) and a
+registered skyrl-gym text env with its dataset rows (:mod:`.skyrl`, extra ``skyrl``).
 
 Each route reuses the package's own rendering (the env's observations, the harness's system
 prompt, tools and worked examples, :mod:`harness_gym.llm.chat`), so what a trainer sees is

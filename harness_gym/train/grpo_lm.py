@@ -187,8 +187,9 @@ def check_prompts_fit(rows: list[EpisodeRow], tokenizer: Any, rollout: RolloutCo
         pool.close()
 
 
-def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True) -> TrainedLM:
-    """Train ``config.model`` with GRPO through the configured harnesses and save it to ``out``."""
+def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, log: Any = None) -> TrainedLM:
+    """Train ``config.model`` with GRPO through the configured harnesses and save it to ``out``;
+    each step's logged scalars also go to ``log`` (a :class:`harness_gym.logging_backends.RunLog`)."""
     import os
 
     import torch
@@ -262,6 +263,8 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True) 
         def on_log(self, _args: Any, state: Any, _control: Any, logs: dict | None = None, **__: Any) -> None:
             if logs and history and history[-1]["step"] == state.global_step:
                 history[-1].update({k: v for k, v in logs.items() if isinstance(v, int | float)})
+            if logs and log is not None:
+                log.log(logs, step=state.global_step)
 
     trainer = GRPOTrainer(
         model=str(path),
