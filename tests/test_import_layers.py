@@ -22,6 +22,7 @@ PACKAGE = "harness_gym"
 LAYERS: dict[str, int] = {
     "core": 0,
     "progress": 0,
+    "logging_backends": 0,  # run logs (TensorBoard, W&B) for training, sweeps and searches
     "rows": 0,  # the row schema and store (sweep, search and multi-agent rows)
     "rollout": 1,
     "envs": 1,
