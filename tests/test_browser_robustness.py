@@ -181,12 +181,13 @@ def test_watchdog_fires_once_past_an_armed_deadline_and_never_when_disarmed() ->
         dog.arm(0.2)  # a later call's (earlier) deadline wakes it
         time.sleep(0.6)
         assert len(fired) == 1 and 0.15 <= fired[0] - began < 0.6
-        # Re-armed on every call: it never fires while calls keep coming (a 2 s deadline
-        # against 0.05 s between calls: a loaded machine's scheduling delays cannot cross it).
-        dog.arm(2.0)
-        for _ in range(5):
+        # Re-armed on every call: it never fires while calls keep coming. The calls span 1 s,
+        # twice the 0.5 s deadline (without re-arming it would fire), with 0.05 s between
+        # them: 0.45 s of slack that a loaded machine's scheduling delays do not cross.
+        dog.arm(0.5)
+        for _ in range(20):
             time.sleep(0.05)
-            dog.arm(2.0)
+            dog.arm(0.5)
         dog.disarm()
         time.sleep(0.2)
         assert len(fired) == 1
