@@ -22,6 +22,7 @@ import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
+from harness_gym.envs.terminal import sandbox as sandbox_module
 from harness_gym.envs.terminal.env import TerminalEnv
 from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, load_harbor_task
 from harness_gym.envs.terminal.sandbox import (
@@ -175,6 +176,22 @@ def test_episode_dirs_of_a_killed_harness_are_cleaned_up(tmp_path) -> None:
     finally:
         remove_episode_dir(mine)
     assert not mine.exists()
+
+
+def test_an_owner_file_being_written_is_never_taken_for_a_stale_one() -> None:
+    """Two processes (pytest-xdist workers, a vector env) make episode directories side by
+    side: one caught between creating its owner file and writing it must keep its directory
+    (a read of the empty file once removed a live episode directory under another worker)."""
+    root = Path(tempfile.mkdtemp(prefix=sandbox_module.EPISODE_PREFIX, dir=sandbox_module.episode_base()))
+    try:
+        (root / OWNER_FILE).write_text("")  # created, not yet written
+        assert str(root) not in remove_stale_episode_dirs()
+        assert root.is_dir()
+        made = make_episode_dir()
+        assert not (made / (OWNER_FILE + ".partial")).exists() and (made / OWNER_FILE).read_text()
+        remove_episode_dir(made)
+    finally:
+        remove_episode_dir(root)
 
 
 def test_a_directory_without_owner_file_or_of_another_name_is_left_alone() -> None:

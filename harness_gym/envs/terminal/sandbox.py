@@ -1149,7 +1149,11 @@ def owned_tempdir(prefix: str = EPISODE_PREFIX) -> Path:
     process; stale ones (their owner gone, e.g. a killed harness) are removed first."""
     remove_stale_episode_dirs()
     root = Path(tempfile.mkdtemp(prefix=prefix, dir=episode_base()))
-    (root / OWNER_FILE).write_text(_process_tag(os.getpid()) or "")
+    # Written whole or not at all (a rename): another process's sweep must never read a
+    # half-written owner file and take the directory for a stale one.
+    partial = root / (OWNER_FILE + ".partial")
+    partial.write_text(_process_tag(os.getpid()) or "")
+    partial.rename(root / OWNER_FILE)
     return root
 
 
@@ -1176,8 +1180,8 @@ def remove_stale_episode_dirs(base: str | os.PathLike[str] | None = None) -> lis
         except OSError:
             continue  # no owner file: being created now, or not ours to judge
         pid = tag.split()[0] if tag else ""
-        if pid.isdigit() and _process_tag(int(pid)) == tag:
-            continue
+        if not pid.isdigit() or _process_tag(int(pid)) == tag:
+            continue  # unreadable (not ours to judge) or its owner is alive
         if remove_tree(path):
             removed.append(path)
     return removed
