@@ -172,7 +172,6 @@ class _Progress:
 
     def __init__(self, run_log: RunLog) -> None:
         self.run_log = run_log
-        self.seen: dict[int, int] = {}  # id(rows) -> rows of that list already counted
         self.cells = self.errors = self.successes = 0
         self.returns = 0.0
 
@@ -190,28 +189,24 @@ def active(run_log: RunLog | None) -> Iterator[RunLog | None]:
         _ACTIVE.reset(token)
 
 
-def log_progress(rows: Sequence[Mapping[str, Any]], total: int) -> None:
-    """Log progress to the active run log, if any: ``rows`` are one row writer's rows so far
-    (of ``total``). A search writes each rung with a new writer; the counts run on across them
-    (the step is the number of cells done in the whole run)."""
+def log_progress(new_rows: Sequence[Mapping[str, Any]], done: int, total: int) -> None:
+    """Log progress to the active run log, if any: ``new_rows`` are the rows a row writer has
+    just written, ``done`` of its ``total`` cells. A search writes each rung with a new writer;
+    the counts run on across them (the step is the number of cells done in the whole run)."""
     state = _ACTIVE.get()
-    if state is None:
+    if state is None or not new_rows:
         return
-    start = state.seen.get(id(rows), 0)
-    if start == len(rows):
-        return
-    for row in rows[start:]:
+    for row in new_rows:
         state.cells += 1
         if row.get("error") is not None:
             state.errors += 1
             continue
         state.successes += bool(row.get("success"))
         state.returns += float(row.get("episode_return") or 0.0)
-    state.seen[id(rows)] = len(rows)
     ok = state.cells - state.errors
     values = {
         "progress/cells_done": state.cells,
-        "progress/fraction_done": len(rows) / total if total else 1.0,
+        "progress/fraction_done": done / total if total else 1.0,
         "progress/errors": state.errors,
     }
     if ok:

@@ -162,9 +162,9 @@ def test_cli_search_logs_progress_across_rungs(tmp_path: Path) -> None:
 
 
 def test_log_progress_without_an_active_log_does_nothing(tmp_path: Path) -> None:
-    log_progress([{"error": None, "success": True, "episode_return": 1.0}], 1)  # no error, no file
+    log_progress([{"error": None, "success": True, "episode_return": 1.0}], 1, 1)  # no error, no file
     with active(None):
-        log_progress([{"error": None, "success": True, "episode_return": 1.0}], 1)
+        log_progress([{"error": None, "success": True, "episode_return": 1.0}], 1, 1)
     assert not list(tmp_path.iterdir())
 
 

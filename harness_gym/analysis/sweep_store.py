@@ -124,7 +124,7 @@ class RowWriter:
         n = append_rows(self.fh, rows)  # checked against the row schema: unknown columns raise
         self.rows.extend(rows)
         self.errors += sum(row["error"] is not None for row in rows)
-        log_progress(self.rows, self.total)  # to the run log of --log, if one is active
+        log_progress(rows, len(self.rows), self.total)  # to the run log of --log, if one is active
         if self.bar is not None:
             self.bar.update(n)
 
