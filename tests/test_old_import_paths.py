@@ -41,3 +41,25 @@ def test_rollout_names_resolve_at_their_old_paths() -> None:
 def test_the_deprecated_cli_alias_modules_are_gone(module: str) -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(module)
+
+
+#: Every public name ``harness_gym/core/tools.py`` defined or imported before it became a package.
+TOOLS_NAMES = (
+    "TOOL_STYLES CONVENTION_STYLES TOOL_NAMINGS TOOL_DESCRIPTIONS SYNONYMS RESERVED_WORDS FLAT_KEY "
+    "reserved_word ToolStyle STYLES STYLE_LEVELS register_tool_style ActionError preview "
+    "DuplicateKeyError load_json json_integer dump_json Tool Toolbox "
+    "LiveLevels PluginError set_loader Action ActionSpec Param"
+).split()
+
+
+def test_every_name_of_the_old_tools_module_imports_from_the_tools_package() -> None:
+    tools = importlib.import_module("harness_gym.core.tools")
+    assert hasattr(tools, "__path__")  # a package now
+    missing = [name for name in TOOLS_NAMES if not hasattr(tools, name)]
+    assert missing == []
+    from harness_gym.core.tools import ActionError, Toolbox, ToolStyle, register_tool_style
+
+    assert ActionError.__module__ == "harness_gym.core.tools.errors"
+    assert Toolbox.__module__ == "harness_gym.core.tools.toolbox"
+    assert (ToolStyle, register_tool_style) == (tools.ToolStyle, tools.register_tool_style)
+    assert tools.RESERVED_WORDS["python"] and tools.FLAT_KEY == "action_type"

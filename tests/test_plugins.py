@@ -69,8 +69,8 @@ def write_dist(site: Path, name: str, entry_points: dict[str, dict[str, str]]) -
 
 
 def cli(*args: str, path: list[Path], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``harness-gym ARGS`` in a fresh process with ``path`` as PYTHONPATH."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))}
+    """``harness-gym ARGS`` in a fresh process with ``path`` (then this checkout) as PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [*path, REPO]))}
     env.pop(plugins.IMPORT_VAR, None)
     return subprocess.run(
         [sys.executable, "-m", "harness_gym.cli", *args],
@@ -161,7 +161,7 @@ report = check_harness(h, "PickLargest", seeds=range(3), ceiling=seed_ceiling, t
 levels = {f.name: list(f.level_names) for f in DEFAULT_SPACE.factors}
 print(json.dumps({"obs": obs, "legal": info["legal_actions"], "levels": levels, "ok": report.ok}))
 """
-    env = {**os.environ, "PYTHONPATH": str(demo_site)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [demo_site, REPO]))}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600
     )

@@ -1,4 +1,9 @@
-"""The slash tool style: ``/tool arg=value ...`` with JSON-encoded values."""
+"""The slash tool style: ``/tool arg=value ...`` with JSON-encoded values.
+
+It gives a per-tool ``pattern`` (the grammar for constrained decoding when a step has more
+legal actions than the grammar lists) and no ``find``: the lenient parser finds a slash
+command inside prose on a line of its own.
+"""
 
 from __future__ import annotations
 
@@ -34,9 +39,20 @@ def read(text: str) -> tuple[str, dict[str, Any]]:
     return head.group(1), args
 
 
+def pattern(tool: str, params: Sequence[tuple[str, Any]], max_string: int) -> str:
+    """One tool's calls: integers as JSON writes them, strings as JSON strings on one line."""
+    string = f'"([^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{{4}}){{0,{max_string}}}"'
+    values = "".join(
+        f" {re.escape(arg)}=({'-?(0|[1-9][0-9]{0,17})' if param.type == 'int' else string})"
+        for arg, param in params
+    )
+    return re.escape("/" + tool) + values
+
+
 SLASH = ToolStyle(
     name="slash",
     write=write,
     read=read,
     hint="Reply with one slash command: /tool arg=value ..., strings in double quotes, e.g. /pick index=2.",
+    pattern=pattern,
 )
