@@ -3,8 +3,8 @@
 A :class:`Toolbox` (:mod:`.toolbox`) binds a task's canonical actions to the tool factors;
 each level of ``tool_style`` is a :class:`Style` (:mod:`.style`), one module per built-in
 style, registered like a plugin's (:mod:`.registry`; a plugin may give a :class:`ToolStyle`
-of plain functions, :mod:`.plugin_style`). Adding a built-in style is one new module here
-and its line in the list below (see docs/adding-a-factor.md).
+of plain functions, :mod:`.plugin_style`). Adding a built-in style is one new module here,
+its import and its place in the registration tuple below (see docs/adding-a-factor.md).
 
 Every name this package had as one module (``harness_gym.core.tools``) is importable here.
 """
