@@ -276,3 +276,16 @@ def test_a_style_object_is_a_plugin_entry_point_too(registry: None) -> None:
         plugins._loader("tool_styles")("other", Tilde())
     with pytest.raises(plugins.PluginError, match=r"must name a harness_gym.core.tools.ToolStyle \(or a"):
         plugins._loader("tool_styles")("thing", object())
+
+
+@pytest.mark.parametrize("name", [*TOOL_STYLES, "slash"])
+def test_a_toolbox_pickles_and_copies_with_its_style_by_name(name: str, slash: ToolStyle) -> None:
+    import copy
+    import pickle
+
+    box = Toolbox(WEB_ACTIONS, style=name, naming="synonyms")
+    text = box.format(Action.of("type", ref=2, text='it\'s "x"'))
+    for other in (pickle.loads(pickle.dumps(box)), copy.deepcopy(box)):
+        assert other.syntax is box.syntax is get_style(name)
+        assert other.format(Action.of("type", ref=2, text='it\'s "x"')) == text
+        assert other.parse(text) == box.parse(text)

@@ -7,7 +7,7 @@ A package extends harness-gym through entry points (in its ``pyproject.toml``)::
     [project.entry-points."harness_gym.formats"]
     toml_like = "my_pkg.formats:render_toml_like" # fields -> text: a new obs_format level
     [project.entry-points."harness_gym.tool_styles"]
-    slash = "my_pkg.styles:SLASH"                 # a harness_gym.core.tools.ToolStyle
+    slash = "my_pkg.styles:SLASH"                 # a harness_gym.core.tools.ToolStyle (or Style)
     [project.entry-points."harness_gym.agents"]
     greedy = "my_pkg.agents:make_greedy"          # factory(env) -> Agent, spec "greedy"
     [project.entry-points."harness_gym.families"]

@@ -165,6 +165,16 @@ class Toolbox:
         self.by_canonical: dict[str, Tool] = {t.spec.name: t for t in self.tools}
         self._formatted: dict[Action, str] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (or copied) with its style by name, as the registry holds it."""
+        state = self.__dict__.copy()
+        del state["syntax"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.syntax = get_style(self.style)
+
     # -- schemas ------------------------------------------------------------------------
 
     def json_schema(self, tool: Tool) -> dict[str, Any]:
