@@ -203,8 +203,61 @@ def cases() -> list[tuple[str, tuple[ActionSpec, ...], str, dict[str, Any]]]:
     return out
 
 
+#: Tasks and presets whose episodes are pinned too (every preset: every style, channel, naming,
+#: parser and prompt the presets combine).
+ENV_TASKS = ("EnterText", "LoginUser", "BookFlight")
+
+
+def env_cases() -> list[tuple[str, str, str]]:
+    """(key, task, preset) of every recorded episode."""
+    from harness_gym import PRESETS
+
+    return [(f"env/{task}/{preset}", task, preset) for task in ENV_TASKS for preset in PRESETS]
+
+
+def record_env(task: str, preset: str) -> dict[str, Any]:
+    """Two oracle steps of one seed: the system prompt, tools, observations, legal actions as
+    written, example replies, their parses and grammars, and what a few bad replies give."""
+    from harness_gym import make_env
+
+    env = make_env(task, preset)
+    obs, info = env.reset(seed=3)
+    out: dict[str, Any] = {"system_prompt": [info["system_prompt"]], "steps": []}
+    for _ in range(2):
+        bound = env.bound
+        legal = env.legal_actions()
+        replies = [bound.example_reply(a) for a in legal[:12]]
+        out["steps"].append(
+            {
+                "obs": obs,
+                "legal": info["legal_actions"],
+                "tools": bound.toolbox.openai_tools(),
+                "replies": replies,
+                "grammar": _result(lambda b=bound, g=legal: b.grammar(g).to_dict()),
+                "oracle": env.oracle_action(),
+            }
+        )
+        ended = False
+        for bad in ("", "nonsense", replies[0] + "\n" + replies[-1], "```\n" + replies[0] + "\n```"):
+            _, _, terminated, truncated, bad_info = env.step(bad)
+            out["steps"][-1].setdefault("bad", []).append(
+                [bad_info.get("error_kind"), bad_info.get("last_error"), terminated, truncated]
+            )
+            if terminated or truncated:
+                ended = True
+                break
+        if ended:
+            break
+        obs, _, terminated, truncated, info = env.step(env.oracle_action())
+        if terminated or truncated:
+            break
+    return out
+
+
 def record() -> dict[str, Any]:
-    return {key: record_case(specs, style, **factors) for key, specs, style, factors in cases()}
+    data = {key: record_case(specs, style, **factors) for key, specs, style, factors in cases()}
+    data.update({key: record_env(task, preset) for key, task, preset in env_cases()})
+    return data
 
 
 def digest(value: Any) -> str:
