@@ -171,7 +171,7 @@ class HarnessEnv(gym.Env[str, str]):
         except ActionError as err:
             self._invalid += 1
             self._last_error, self._error_kind = err.message, err.kind
-            written = preview(action, 200)
+            written = None  # the reply itself, cut (below, only when a history shows it)
             policy = self.harness.invalid_action
             if policy != "ignore":
                 shown_error = err.message
@@ -183,9 +183,10 @@ class HarnessEnv(gym.Env[str, str]):
             reward = float(result.reward)
             terminated = bool(result.terminated)
             self._success = self._success or bool(result.success)
-            written = self.bound.format_action(parsed)
+            written = parsed
         if self.harness.history_window:
-            self._history.append({"observation": self.bound.ordered_fields(self._fields), "action": written})
+            text = preview(action, 200) if written is None else self.bound.format_action(written)
+            self._history.append({"observation": self.bound.ordered_fields(self._fields), "action": text})
         truncated = not terminated and self._steps >= self.budget
         self._done = terminated or truncated
         self._observation = self._render(self.task.fields(), shown_error=shown_error)

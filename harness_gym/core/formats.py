@@ -8,11 +8,11 @@ look inside a value for task meaning, so any task's fields render in any format.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness_gym.core.json_text import dumps_function
 from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
 from harness_gym.core.xml_text import escape as _xml_escape
 from harness_gym.core.xml_text import quoteattr
@@ -24,8 +24,12 @@ _YAML_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "none", "~"
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
+#: ``json.dumps(value, ensure_ascii=False)``, from an encoder built once.
+_json_text = dumps_function(ensure_ascii=False)
+
+
 def _quoted(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return _json_text(text)
 
 
 def _inline(value: Any) -> str:
@@ -50,7 +54,7 @@ def _inline_text(text: str) -> str:
 
 
 def render_json(fields: Fields) -> str:
-    return json.dumps(dict(fields), ensure_ascii=False)
+    return _json_text(dict(fields))
 
 
 _YAML_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -482,11 +482,17 @@ class BoundHarness:
             self._known.clear()
         text = self.format_action(action) if self.round_trip_error(action) is None else None
         written[action] = text
-        if text is not None and self.harness.tool_channel != "native":
-            # Seen to parse back to ``action``; on the native channel the checked text is the
-            # written-back call, not this one, so nothing is remembered there.
+        if text is not None and (self.harness.tool_channel != "native" or self._parses_to(text, action)):
+            # Seen to parse back to ``action`` (on the native channel the round trip checked
+            # the written-back call, so this text is parsed once here).
             self._known[text] = action
         return text
+
+    def _parses_to(self, text: str, action: Action) -> bool:
+        try:
+            return self.toolbox.parse(text) == action
+        except ActionError:
+            return False
 
     def round_trip_error(self, action: Action) -> ActionError | None:
         """Why ``action`` cannot be written and read back through this harness, or ``None``."""

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness_gym.core.json_text import dumps_function
+
 #: The types a canonical action argument may have: name -> Python type of its values.
 PARAM_TYPES: dict[str, type] = {"int": int, "str": str, "float": float, "list[int]": list, "list[str]": list}
 #: How each type is written in a JSON schema (OpenAI / Anthropic tools).
@@ -241,7 +243,12 @@ class Task(ABC):
         return state_digest(self.state())
 
 
+#: The state's canonical JSON text: ``json.dumps(state, sort_keys=True, separators=(",", ":"),
+#: default=str)``, from an encoder built once.
+_state_text = dumps_function(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def state_digest(state: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of a JSON-serializable state."""
-    blob = json.dumps(state, sort_keys=True, separators=(",", ":"), default=str)
+    blob = _state_text(state)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
