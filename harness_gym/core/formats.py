@@ -401,6 +401,53 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
     "axtree": render_axtree,
 }
 
+#: The field under which a harness shows earlier steps (see :meth:`BoundHarness.render`).
+HISTORY_FIELD = "history"
+
+
+def _json_splice(head: str, items: Sequence[str]) -> str:
+    body = f'"{HISTORY_FIELD}": [' + ", ".join(items) + "]}"
+    return "{" + body if head == "{}" else head[:-1] + ", " + body
+
+
+def _xml_item(entry: Any) -> str:
+    out = ["<item>"]
+    _xml_value(entry, out)
+    out.append("</item>")
+    return "".join(out)
+
+
+def _xml_splice(head: str, items: Sequence[str]) -> str:
+    return (
+        head[: -len("</observation>")]
+        + f"<{HISTORY_FIELD}>"
+        + "".join(items)
+        + f"</{HISTORY_FIELD}></observation>"
+    )
+
+
+def _markdown_item(entry: Any) -> str:
+    out: list[str] = []
+    _md_lines([entry], 0, out)
+    return "\n".join(out)
+
+
+def _markdown_splice(head: str, items: Sequence[str]) -> str:
+    body = f"## {HISTORY_FIELD}\n" + ("\n".join(items) if items else "(empty)")
+    return head + "\n\n" + body if head else body
+
+
+#: Formats that write a last ``history`` field from its items written one by one, so that a
+#: history's items are written once rather than at every step: format -> (write one item,
+#: join the text of the other fields with the items' texts). ``join(render(pairs), [item(e)
+#: for e in entries])`` is exactly ``render([*pairs, ("history", entries)])`` when no field
+#: of ``pairs`` is named ``history`` (``tests/test_formats_history.py``).
+HISTORY_SPLICES: dict[str, tuple[Callable[[Any], str], Callable[[str, Sequence[str]], str]]] = {
+    "json": (_json_text, _json_splice),
+    "xml": (_xml_item, _xml_splice),
+    "markdown": (_markdown_item, _markdown_splice),
+}
+
 #: Formats added to reproduce real systems (WebArena and BrowserGym page text): full levels,
 #: but left out of ``DEFAULT_SPACE`` so that its designs stay as they were.
 CONVENTION_FORMATS = ("axtree",)

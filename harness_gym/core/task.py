@@ -145,7 +145,10 @@ class Action:
         return dict(self.args)
 
     def __getitem__(self, key: str) -> Any:
-        return dict(self.args)[key]
+        for name, value in reversed(self.args):  # the last one wins, as in dict(self.args)
+            if name == key:
+                return value
+        raise KeyError(key)
 
     def __str__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args)

@@ -89,14 +89,13 @@ class Page:
     def visible(self) -> list[Element]:
         """Visible elements in document order."""
         out: list[Element] = []
-
-        def visit(nodes: list[Element]) -> None:
-            for node in nodes:
-                if node.visible:
-                    out.append(node)
-                    visit(node.children)
-
-        visit(self.roots)
+        stack = self.roots[::-1]
+        while stack:  # depth first, children in order; a hidden node hides its subtree
+            node = stack.pop()
+            if node.visible:
+                out.append(node)
+                if node.children:
+                    stack.extend(node.children[::-1])
         return out
 
     def to_field(self) -> list[dict[str, Any]]:
