@@ -142,7 +142,12 @@ def _md_lines(value: Any, depth: int, out: list[str]) -> None:
             if isinstance(item, dict) and item:
                 parts, nested = [], []  # one pass: scalars on the item's line, nested below
                 for k, v in item.items():
-                    if isinstance(v, (dict, list)) and v:
+                    kind = type(v)  # the common scalars first, as _inline writes them
+                    if kind is str:
+                        parts.append(f"{k}={_inline_text(v)}")
+                    elif kind is int:
+                        parts.append(f"{k}={v!r}")
+                    elif isinstance(v, (dict, list)) and v:
                         nested.append((k, v))
                     else:
                         parts.append(f"{k}={_inline(v)}")
@@ -191,7 +196,12 @@ def _kv_lines(value: Any, path: str, out: list[str]) -> None:
     # Scalar items are written here rather than by a recursive call (the same lines, fewer calls).
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            if isinstance(item, (dict, list)):
+            kind = type(item)  # the common scalars first, as _inline writes them
+            if kind is str:
+                out.append(f"{path}.{key} = {_inline_text(item)}")
+            elif kind is int:
+                out.append(f"{path}.{key} = {item!r}")
+            elif isinstance(item, (dict, list)):
                 _kv_lines(item, f"{path}.{key}", out)
             else:
                 out.append(f"{path}.{key} = {_inline(item)}")
