@@ -113,7 +113,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._error_kind: str | None = None
         self._history: list[dict[str, Any]] = []
         #: The texts of the history's entries as ``bound`` wrote them (see BoundHarness.render).
-        self._history_texts: tuple[BoundHarness | None, list[str]] = (None, [])
+        self._history_texts: tuple[BoundHarness | None, list[Any]] = (None, [])
         self._observation = ""
         self._episode_examples: list[tuple[str, Action]] = []
         # Worked-example caches: each example seed's instance digest (harness-independent),

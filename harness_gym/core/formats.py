@@ -447,15 +447,30 @@ def _markdown_splice(head: str, items: Sequence[str]) -> str:
     return head + "\n\n" + body if head else body
 
 
+def _key_value_item(entry: Any) -> tuple[str, ...]:
+    # The item's lines with an empty path: each line starts with the item's path (prefixed on join).
+    out: list[str] = []
+    _kv_lines(entry, "", out)
+    return tuple(out)
+
+
+def _key_value_splice(head: str, items: Sequence[tuple[str, ...]]) -> str:
+    lines = [f"{HISTORY_FIELD}[{i}]{line}" for i, item in enumerate(items) for line in item]
+    body = "\n".join(lines) if items else f"{HISTORY_FIELD} = []"
+    return head + "\n" + body if head else body
+
+
 #: Formats that write a last ``history`` field from its items written one by one, so that a
 #: history's items are written once rather than at every step: format -> (write one item,
-#: join the text of the other fields with the items' texts). ``join(render(pairs), [item(e)
-#: for e in entries])`` is exactly ``render([*pairs, ("history", entries)])`` when no field
-#: of ``pairs`` is named ``history`` (``tests/test_formats_history.py``).
-HISTORY_SPLICES: dict[str, tuple[Callable[[Any], str], Callable[[str, Sequence[str]], str]]] = {
+#: join the text of the other fields with the items' writings, in the order shown).
+#: ``join(render(pairs), [item(e) for e in entries])`` is exactly
+#: ``render([*pairs, ("history", entries)])`` when no field of ``pairs`` is named
+#: ``history`` (``tests/test_formats_history.py``).
+HISTORY_SPLICES: dict[str, tuple[Callable[[Any], Any], Callable[[str, Sequence[Any]], str]]] = {
     "json": (_json_text, _json_splice),
     "xml": (_xml_item, _xml_splice),
     "markdown": (_markdown_item, _markdown_splice),
+    "key_value": (_key_value_item, _key_value_splice),
 }
 
 #: Formats added to reproduce real systems (WebArena and BrowserGym page text): full levels,

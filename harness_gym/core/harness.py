@@ -413,7 +413,7 @@ class BoundHarness:
         step: int = 0,
         error: str | None = None,
         history: Sequence[Mapping[str, Any]] = (),
-        history_texts: list[str] | None = None,
+        history_texts: list[Any] | None = None,
     ) -> str:
         """Write the task's fields (plus the harness's own) as one observation string.
 
@@ -421,8 +421,8 @@ class BoundHarness:
         ``last_error`` field when the harness shows that field, else in an ``error`` field
         that is present only when there is an error to show.
 
-        ``history_texts``, when given, is where this harness keeps the texts of the
-        ``history`` entries it has written (the caller keeps one list per history and
+        ``history_texts``, when given, is where this harness keeps what it wrote for the
+        ``history`` entries (text, or lines) (the caller keeps one list per history and
         never changes an entry once shown): each entry is written once, and later steps
         join the texts (for the formats in ``HISTORY_SPLICES``; the same observation).
         """
