@@ -342,7 +342,8 @@ def _ax_node(node: dict[str, Any], depth: int, out: list[str]) -> None:
     """One element line, ``[ref] tag 'text' key: value ...``, then its children one tab deeper."""
     parts = []
     if "ref" in node and not _nested(node["ref"]):
-        parts.append(f"[{_inline(_empty(node['ref']))}]")
+        ref = node["ref"]
+        parts.append(f"[{ref!r}]" if type(ref) is int else f"[{_inline(_empty(ref))}]")
     if "tag" in node and not _nested(node["tag"]):
         tag = node["tag"]
         parts.append(tag if isinstance(tag, str) and tag and _PLAIN.match(tag) else _ax_scalar(tag))
@@ -350,9 +351,13 @@ def _ax_node(node: dict[str, Any], depth: int, out: list[str]) -> None:
         parts.append(_ax_scalar(node["text"]))
     nested = []
     for key, value in node.items():
-        if key in _AX_HEAD and not _nested(value):
+        kind = type(value)
+        if kind is str or kind is int:  # the common scalars first, as _ax_scalar writes them
+            if key not in _AX_HEAD:
+                parts.append(f"{key}: {value!r}")
+        elif key in _AX_HEAD and not _nested(value):
             continue
-        if isinstance(value, list) and value and not any(_nested(v) for v in value):
+        elif isinstance(value, list) and value and not any(_nested(v) for v in value):
             parts.append(f"{key}: [{', '.join(_ax_scalar(v) for v in value)}]")
         elif _nested(value):
             nested.append((key, value))
