@@ -479,14 +479,11 @@ class BoundHarness:
     def legal_texts(self, actions: Sequence[Action]) -> list[str]:
         """The texts of the ``actions`` this harness can express, in order (memoized per action)."""
         written = self._written
-        out = []
-        for action in actions:
-            text = written.get((action.name, action.args), False)  # a tuple hashes in C
-            if text is False:
-                text = self._written_text(action)
-            if text is not None:
-                out.append(text)
-        return out
+        texts = [written.get((a.name, a.args), False) for a in actions]  # a tuple hashes in C
+        if False in texts or None in texts:  # not all known yet, or some not expressible
+            texts = [self._written_text(a) for a in actions]
+            return [text for text in texts if text is not None]
+        return texts
 
     def _written_text(self, action: Action) -> str | None:
         written, key = self._written, (action.name, action.args)
