@@ -202,7 +202,11 @@ class Task(ABC):
 
     @abstractmethod
     def fields(self) -> dict[str, FieldValue]:
-        """The current observation fields, keyed by :attr:`field_names` in canonical order."""
+        """The current observation fields, keyed by :attr:`field_names` in canonical order.
+
+        Fresh values on every call: a harness's history shows earlier fields as they were
+        returned (and writes each entry once), so they must not change afterwards.
+        """
 
     @abstractmethod
     def legal_actions(self) -> list[Action]:
