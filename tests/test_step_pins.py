@@ -97,3 +97,30 @@ def test_pins_are_not_all_alike() -> None:
     steps = [r for rollout in pins.values() for r in rollout if len(r) == 5]
     assert any(r[1] > 0 for r in steps) and any(r[2] for r in steps) and any(r[3] for r in steps)
     assert len({r[0] for r in steps}) > len(pins)  # observations vary within rollouts
+
+
+def test_infos_share_nothing_with_each_other() -> None:
+    """The spec and tools in each info are fresh copies: changing one changes no later info."""
+    env = make_env("EnterText", "MiniWoBStyle")
+    _, first = env.reset(seed=1)
+    first["harness"]["rename_tools"]["click"] = "changed"
+    first["tools"][0]["function"]["name"] = "changed"
+    first["tools"][0]["function"]["parameters"]["properties"].clear()
+    first["legal_actions"].clear()
+    _, second = env.reset(seed=1)
+    _, _, _, _, third = env.step(second["legal_actions"][0])
+    for info in (second, third):
+        assert info["harness"]["rename_tools"]["click"] == "CLICK_ELEMENT"
+        assert info["legal_actions"]
+    assert second["tools"][0]["function"]["name"] != "changed"
+    assert second["tools"][0]["function"]["parameters"]["properties"]
+
+
+def test_fresh_copies_of_data_a_literal_cannot_write() -> None:
+    from harness_gym.core.env import fresh_copies
+
+    for value in ({"x": float("nan"), "y": [1, (2, 3)]}, {"set": {1, 2}}, [{"a": {"b": []}}, -0.0, "é\x00"]):
+        copy = fresh_copies(value)
+        one, two = copy(), copy()
+        assert one is not value and one is not two
+        assert repr(one) == repr(value) == repr(two)
