@@ -98,6 +98,13 @@ def _yaml_value(value: Any) -> str:
 def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
     """Emit ``head`` (``"key:"`` or ``"-"``) and its value at ``indent`` spaces."""
     pad = " " * indent
+    kind = type(value)  # the common scalars first, as _yaml_value writes them
+    if kind is str:
+        out.append(f"{pad}{head} {_yaml_text(value)}")
+        return
+    if kind is int:
+        out.append(f"{pad}{head} {value!r}")
+        return
     if not (isinstance(value, (dict, list)) and value):  # _nested, inlined: the hot path
         out.append(f"{pad}{head} {_yaml_value(value)}")
         return
@@ -115,7 +122,9 @@ def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
 def _yaml_block(value: Any, indent: int, out: list[str]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            _yaml_entry(f"{_yaml_scalar(str(key))}:", item, indent, out)
+            _yaml_entry(
+                f"{_yaml_text(key) if type(key) is str else _yaml_scalar(str(key))}:", item, indent, out
+            )
     else:
         for item in value:
             _yaml_entry("-", item, indent, out)
