@@ -1,21 +1,31 @@
 """Step throughput: the bare task, HarnessEnv under every preset, and CartPole-v1, side by side.
 
     .venv/bin/python benchmarks/step_throughput.py [--task EnterText] [--steps 5000] [--rounds 5]
-        [--presets Json BundleXml ...]
+        [--presets Json BundleXml ...] [--quick] [--against /path/to/other/checkout]
 
 All envs run in the same process, interleaved round by round, so machine noise hits them
 alike; the figure that matters is the ratio of step times, not the absolute rate. The agent
 picks a random legal action (pre-drawn indices), and resets count toward the time as they
 would in training. Targets: HarnessEnv under the Json preset within 5x CartPole-v1's step
 time, and under every preset within 10x.
+
+``--quick`` times 1,000 steps in 3 rounds. ``--against DIR`` compares two versions of the
+package on a loaded machine: each round runs once in a child process importing
+``harness_gym`` from ``DIR`` and once from this checkout, alternating, and both columns of
+ratios are printed side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -73,20 +83,8 @@ def time_cartpole(steps: int, seed: int) -> float:
     return (clock() - start) / steps
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="EnterText")
-    parser.add_argument("--steps", type=int, default=5000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="wall or process CPU time")
-    parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets to time (default: all)")
-    args = parser.parse_args()
-    global clock
-    clock = CLOCKS[args.clock]
-    unknown = [p for p in args.presets if p not in PRESETS]
-    if unknown:
-        parser.error(f"unknown preset(s) {unknown}; choose from {list(PRESETS)}")
-
+def measure(args: argparse.Namespace) -> dict[str, list[float]]:
+    """Per-step times of every runner, one sample per round (rounds from ``--first-round``)."""
     runners: dict[str, Callable[[int], float]] = {
         "CartPole-v1": lambda s: time_cartpole(args.steps, s),
         f"bare task {args.task}": lambda s: time_bare_task(args.task, args.steps, s),
@@ -95,25 +93,94 @@ def main() -> None:
         env_id = f"harness_gym/{args.task}-{preset}-v0"
         runners[f"HarnessEnv {preset}"] = lambda s, e=env_id: time_harness_env(e, args.steps, s)
     samples: dict[str, list[float]] = {name: [] for name in runners}
-    for r in range(args.rounds):
+    for r in range(args.first_round, args.first_round + args.rounds):
         for name, run in runners.items():
             samples[name].append(run(r))
-    median = {name: statistics.median(v) for name, v in samples.items()}
-    ref = median["CartPole-v1"]
-    print(
+    return samples
+
+
+def measure_against(args: argparse.Namespace, other: Path) -> dict[str, dict[str, list[float]]]:
+    """Samples of ``other``'s package and this checkout's, one child process per round each."""
+    here = Path(__file__).resolve().parents[1]
+    trees = {"against": other.resolve(), "this": here}
+    samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
+    passed = [
+        f"--task={args.task}",
+        f"--steps={args.steps}",
+        f"--clock={args.clock}",
+        "--presets",
+        *args.presets,
+    ]
+    for r in range(args.rounds):
+        for label, root in trees.items():
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+            command = [sys.executable, __file__, *passed, "--rounds=1", f"--first-round={r}", "--emit-json"]
+            out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+            for name, values in json.loads(out.splitlines()[-1]).items():
+                samples[label].setdefault(name, []).extend(values)
+    return samples
+
+
+def verdicts(ratio: dict[str, float]) -> list[str]:
+    """The two target lines: Json within 5x, the slowest preset within 10x."""
+    json_ratio = ratio["HarnessEnv Json"]
+    worst = max((n for n in ratio if n.startswith("HarnessEnv ")), key=ratio.__getitem__)
+    return [
+        f"HarnessEnv Json / CartPole-v1 step time = {json_ratio:.2f}x "
+        f"({'meets' if json_ratio <= 5 else 'misses'} the 5x target)",
+        f"slowest preset: {worst} = {ratio[worst]:.2f}x "
+        f"({'meets' if ratio[worst] <= 10 else 'misses'} the 10x target for every preset)",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="EnterText")
+    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1,000 steps in 3 rounds")
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="wall or process CPU time")
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets to time (default: all)")
+    parser.add_argument("--against", type=Path, help="another checkout's root, timed alternately")
+    parser.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.rounds = 1000, 3
+    global clock
+    clock = CLOCKS[args.clock]
+    unknown = [p for p in args.presets if p not in PRESETS]
+    if unknown:
+        parser.error(f"unknown preset(s) {unknown}; choose from {list(PRESETS)}")
+    if args.emit_json:
+        print(json.dumps(measure(args)))
+        return
+    header = (
         f"task={args.task} steps/round={args.steps} rounds={args.rounds} clock={args.clock} "
         "(median per-step time)"
     )
-    print(f"{'env':<28}{'steps/s':>12}{'us/step':>10}{'x CartPole time':>18}")
+    if args.against is not None:
+        both = measure_against(args, args.against)
+        ratios = {}
+        for label, samples in both.items():
+            median = {name: statistics.median(v) for name, v in samples.items()}
+            ratios[label] = {name: t / median["CartPole-v1"] for name, t in median.items()}
+        print(header)
+        print(f"against = {args.against}, this = {Path(__file__).resolve().parents[1]}")
+        print(f"{'env':<34}{'against x CartPole':>20}{'this x CartPole':>18}{'this / against':>16}")
+        for name in ratios["this"]:
+            a, b = ratios["against"].get(name, float("nan")), ratios["this"][name]
+            print(f"{name:<34}{a:>20.2f}{b:>18.2f}{b / a:>16.2f}")
+        for label in ratios:
+            print(f"\n{label}:", *verdicts(ratios[label]), sep="\n  ")
+        return
+    median = {name: statistics.median(v) for name, v in measure(args).items()}
+    ref = median["CartPole-v1"]
+    print(header)
+    print(f"{'env':<34}{'steps/s':>12}{'us/step':>10}{'x CartPole time':>18}")
     for name, t in median.items():
-        print(f"{name:<28}{1 / t:>12,.0f}{t * 1e6:>10.1f}{t / ref:>18.2f}")
-    json_ratio = median["HarnessEnv Json"] / ref
-    verdict = "meets" if json_ratio <= 5 else "misses"
-    print(f"\nHarnessEnv Json / CartPole-v1 step time = {json_ratio:.2f}x ({verdict} the 5x target)")
-    worst = max((n for n in median if n.startswith("HarnessEnv ")), key=median.__getitem__)
-    worst_ratio = median[worst] / ref
-    verdict = "meets" if worst_ratio <= 10 else "misses"
-    print(f"slowest preset: {worst} = {worst_ratio:.2f}x ({verdict} the 10x target for every preset)")
+        print(f"{name:<34}{1 / t:>12,.0f}{t * 1e6:>10.1f}{t / ref:>18.2f}")
+    print("", *verdicts({name: t / ref for name, t in median.items()}), sep="\n")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ invalid-action policy and ``info`` says what went wrong.
 
 from __future__ import annotations
 
-import json
+import functools
+import math
 import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._harness_source: Callable[[int], Harness] | None = None
         self._perturbed_cache: tuple[Any, Harness | None] = (None, None)
         self._tools_of: Any = None
-        self._tools_pickle = b""
+        self._tools_copy: Callable[[], list[dict[str, Any]]] = list
         self.harness: Harness = self.base_harness
         self._bind(self.base_harness)
         self._fields: dict[str, Any] = {}
@@ -111,6 +112,8 @@ class HarnessEnv(gym.Env[str, str]):
         self._last_error: str | None = None
         self._error_kind: str | None = None
         self._history: list[dict[str, Any]] = []
+        #: The texts of the history's entries as ``bound`` wrote them (see BoundHarness.render).
+        self._history_texts: tuple[BoundHarness | None, list[Any]] = (None, [])
         self._observation = ""
         self._episode_examples: list[tuple[str, Action]] = []
         # Worked-example caches: each example seed's instance digest (harness-independent),
@@ -143,6 +146,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._last_error = None
         self._error_kind = None
         self._history = []
+        self._history_texts = (self.bound, [])
         self._observation = self._render(self.task.fields(), shown_error=None)
         info = self._info()
         info["system_prompt"] = self.bound.system_prompt
@@ -171,7 +175,7 @@ class HarnessEnv(gym.Env[str, str]):
         except ActionError as err:
             self._invalid += 1
             self._last_error, self._error_kind = err.message, err.kind
-            written = preview(action, 200)
+            written = None  # the reply itself, cut (below, only when a history shows it)
             policy = self.harness.invalid_action
             if policy != "ignore":
                 shown_error = err.message
@@ -183,9 +187,10 @@ class HarnessEnv(gym.Env[str, str]):
             reward = float(result.reward)
             terminated = bool(result.terminated)
             self._success = self._success or bool(result.success)
-            written = self.bound.format_action(parsed)
+            written = parsed
         if self.harness.history_window:
-            self._history.append({"observation": self.bound.ordered_fields(self._fields), "action": written})
+            text = preview(action, 200) if written is None else self.bound.format_action(written)
+            self._history.append({"observation": self.bound.ordered_fields(self._fields), "action": text})
         truncated = not terminated and self._steps >= self.budget
         self._done = terminated or truncated
         self._observation = self._render(self.task.fields(), shown_error=shown_error)
@@ -276,9 +281,12 @@ class HarnessEnv(gym.Env[str, str]):
         bound = self.bind_harness(harness)
         self.harness, self.bound = harness, bound
         self.budget = harness.step_budget or self.task.max_steps
-        self._spec_dict = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
-        self._spec_nested = [k for k, v in self._spec_dict.items() if isinstance(v, dict)]
-        self._tools_json = json.dumps(bound.openai_tools)
+        spec = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
+        #: A fresh copy of the spec per info (users keep infos; nothing may be shared).
+        self._spec_copy = fresh_copies(spec)
+        #: A fresh copy of the bound harness's function tools per reset info (a pickle: as
+        #: fast to load as a literal for data this size, and faster to make).
+        self._tools_copy = _pickled_copies(bound.openai_tools)
 
     # -- helpers for agents, tests and analysis --------------------------------------------
 
@@ -379,24 +387,18 @@ class HarnessEnv(gym.Env[str, str]):
 
     def _render(self, fields: dict[str, Any], shown_error: str | None) -> str:
         self._fields = fields
-        text = self.bound.render(fields, step=self._steps, error=shown_error, history=self._history)
+        if self._history_texts[0] is not self.bound:  # entries written by another harness
+            self._history_texts = (self.bound, [])
+        text = self.bound.render(
+            fields,
+            step=self._steps,
+            error=shown_error,
+            history=self._history,
+            history_texts=self._history_texts[1],
+        )
         if len(text) > MAX_OBSERVATION_CHARS:
             text = text[: MAX_OBSERVATION_CHARS - len(_TRUNCATED)] + _TRUNCATED
         return text
-
-    def _tools_copy(self) -> list[dict[str, Any]]:
-        """A fresh copy of the bound harness's function tools (a pickle loads fastest)."""
-        if self._tools_of is not self.bound:
-            self._tools_of = self.bound
-            self._tools_pickle = pickle.dumps(self.bound.openai_tools, protocol=pickle.HIGHEST_PROTOCOL)
-        return pickle.loads(self._tools_pickle)
-
-    def _spec_copy(self) -> dict[str, Any]:
-        """A fresh copy of the spec per info (users keep infos; nothing may be shared)."""
-        spec = self._spec_dict.copy()
-        for key in self._spec_nested:
-            spec[key] = _copy_nested(spec[key])
-        return spec
 
     def _info(self) -> dict[str, Any]:
         return {
@@ -418,9 +420,48 @@ class HarnessEnv(gym.Env[str, str]):
 _NO_REQUEST = HarnessRequest()
 
 
-def _copy_nested(value: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a spec's mapping, its nested mappings (``family_options``) copied too."""
-    return {k: _copy_nested(v) if isinstance(v, dict) else v for k, v in value.items()}
+def fresh_copies(value: Any) -> Callable[[], Any]:
+    """A function that returns a new deep copy of the plain data ``value`` at each call.
+
+    The value is written as a Python literal and compiled once (per distinct value, so an
+    env that binds a harness again pays no second compile): evaluating it builds the copy
+    several times faster than ``pickle.loads`` or ``copy.deepcopy`` do. Data a literal
+    cannot write (other types, non-finite floats) is copied through a pickle instead.
+    """
+    if _literal(value):
+        source = repr(value)
+        copier = _LITERAL_COPIERS.get(source)
+        if copier is None:
+            copier = functools.partial(eval, compile(source, "<fresh copy>", "eval"), {"__builtins__": {}})
+            if copier() != value:  # pragma: no cover - a literal that does not round-trip
+                return _pickled_copies(value)
+            if len(_LITERAL_COPIERS) >= 1024:
+                _LITERAL_COPIERS.clear()
+            _LITERAL_COPIERS[source] = copier
+        return copier
+    return _pickled_copies(value)
+
+
+#: Compiled copiers by the literal they evaluate.
+_LITERAL_COPIERS: dict[str, Callable[[], Any]] = {}
+
+
+def _pickled_copies(value: Any) -> Callable[[], Any]:
+    return functools.partial(pickle.loads, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _literal(value: Any) -> bool:
+    """Whether ``repr(value)`` is a literal that evaluates to an equal value."""
+    kind = type(value)
+    if kind in (str, int, bool) or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind in (list, tuple):
+        return all(_literal(v) for v in value)
+    if kind is dict:
+        return all(_literal(k) and _literal(v) for k, v in value.items())
+    return False
 
 
 def _request(options: Mapping[str, Any] | None) -> HarnessRequest | None:

@@ -8,11 +8,11 @@ look inside a value for task meaning, so any task's fields render in any format.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness_gym.core.json_dumps import dumps_function
 from harness_gym.core.plugins import LiveLevels, PluginError, set_loader
 from harness_gym.core.xml_text import escape as _xml_escape
 from harness_gym.core.xml_text import quoteattr
@@ -24,8 +24,12 @@ _YAML_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "none", "~"
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
+#: ``json.dumps(value, ensure_ascii=False)``, from an encoder built once.
+_json_text = dumps_function(ensure_ascii=False)
+
+
 def _quoted(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return _json_text(text)
 
 
 def _inline(value: Any) -> str:
@@ -50,7 +54,7 @@ def _inline_text(text: str) -> str:
 
 
 def render_json(fields: Fields) -> str:
-    return json.dumps(dict(fields), ensure_ascii=False)
+    return _json_text(dict(fields))
 
 
 _YAML_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -94,6 +98,13 @@ def _yaml_value(value: Any) -> str:
 def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
     """Emit ``head`` (``"key:"`` or ``"-"``) and its value at ``indent`` spaces."""
     pad = " " * indent
+    kind = type(value)  # the common scalars first, as _yaml_value writes them
+    if kind is str:
+        out.append(f"{pad}{head} {_yaml_text(value)}")
+        return
+    if kind is int:
+        out.append(f"{pad}{head} {value!r}")
+        return
     if not (isinstance(value, (dict, list)) and value):  # _nested, inlined: the hot path
         out.append(f"{pad}{head} {_yaml_value(value)}")
         return
@@ -111,7 +122,9 @@ def _yaml_entry(head: str, value: Any, indent: int, out: list[str]) -> None:
 def _yaml_block(value: Any, indent: int, out: list[str]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            _yaml_entry(f"{_yaml_scalar(str(key))}:", item, indent, out)
+            _yaml_entry(
+                f"{_yaml_text(key) if type(key) is str else _yaml_scalar(str(key))}:", item, indent, out
+            )
     else:
         for item in value:
             _yaml_entry("-", item, indent, out)
@@ -138,7 +151,12 @@ def _md_lines(value: Any, depth: int, out: list[str]) -> None:
             if isinstance(item, dict) and item:
                 parts, nested = [], []  # one pass: scalars on the item's line, nested below
                 for k, v in item.items():
-                    if isinstance(v, (dict, list)) and v:
+                    kind = type(v)  # the common scalars first, as _inline writes them
+                    if kind is str:
+                        parts.append(f"{k}={_inline_text(v)}")
+                    elif kind is int:
+                        parts.append(f"{k}={v!r}")
+                    elif isinstance(v, (dict, list)) and v:
                         nested.append((k, v))
                     else:
                         parts.append(f"{k}={_inline(v)}")
@@ -187,7 +205,12 @@ def _kv_lines(value: Any, path: str, out: list[str]) -> None:
     # Scalar items are written here rather than by a recursive call (the same lines, fewer calls).
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            if isinstance(item, (dict, list)):
+            kind = type(item)  # the common scalars first, as _inline writes them
+            if kind is str:
+                out.append(f"{path}.{key} = {_inline_text(item)}")
+            elif kind is int:
+                out.append(f"{path}.{key} = {item!r}")
+            elif isinstance(item, (dict, list)):
                 _kv_lines(item, f"{path}.{key}", out)
             else:
                 out.append(f"{path}.{key} = {_inline(item)}")
@@ -328,7 +351,8 @@ def _ax_node(node: dict[str, Any], depth: int, out: list[str]) -> None:
     """One element line, ``[ref] tag 'text' key: value ...``, then its children one tab deeper."""
     parts = []
     if "ref" in node and not _nested(node["ref"]):
-        parts.append(f"[{_inline(_empty(node['ref']))}]")
+        ref = node["ref"]
+        parts.append(f"[{ref!r}]" if type(ref) is int else f"[{_inline(_empty(ref))}]")
     if "tag" in node and not _nested(node["tag"]):
         tag = node["tag"]
         parts.append(tag if isinstance(tag, str) and tag and _PLAIN.match(tag) else _ax_scalar(tag))
@@ -336,9 +360,13 @@ def _ax_node(node: dict[str, Any], depth: int, out: list[str]) -> None:
         parts.append(_ax_scalar(node["text"]))
     nested = []
     for key, value in node.items():
-        if key in _AX_HEAD and not _nested(value):
+        kind = type(value)
+        if kind is str or kind is int:  # the common scalars first, as _ax_scalar writes them
+            if key not in _AX_HEAD:
+                parts.append(f"{key}: {value!r}")
+        elif key in _AX_HEAD and not _nested(value):
             continue
-        if isinstance(value, list) and value and not any(_nested(v) for v in value):
+        elif isinstance(value, list) and value and not any(_nested(v) for v in value):
             parts.append(f"{key}: [{', '.join(_ax_scalar(v) for v in value)}]")
         elif _nested(value):
             nested.append((key, value))
@@ -395,6 +423,68 @@ RENDERERS: dict[str, Callable[[Fields], str]] = {
     "key_value": render_key_value,
     "html": render_html,
     "axtree": render_axtree,
+}
+
+#: The field under which a harness shows earlier steps (see :meth:`BoundHarness.render`).
+HISTORY_FIELD = "history"
+
+
+def _json_splice(head: str, items: Sequence[str]) -> str:
+    body = f'"{HISTORY_FIELD}": [' + ", ".join(items) + "]}"
+    return "{" + body if head == "{}" else head[:-1] + ", " + body
+
+
+def _xml_item(entry: Any) -> str:
+    out = ["<item>"]
+    _xml_value(entry, out)
+    out.append("</item>")
+    return "".join(out)
+
+
+def _xml_splice(head: str, items: Sequence[str]) -> str:
+    return (
+        head[: -len("</observation>")]
+        + f"<{HISTORY_FIELD}>"
+        + "".join(items)
+        + f"</{HISTORY_FIELD}></observation>"
+    )
+
+
+def _markdown_item(entry: Any) -> str:
+    out: list[str] = []
+    _md_lines([entry], 0, out)
+    return "\n".join(out)
+
+
+def _markdown_splice(head: str, items: Sequence[str]) -> str:
+    body = f"## {HISTORY_FIELD}\n" + ("\n".join(items) if items else "(empty)")
+    return head + "\n\n" + body if head else body
+
+
+def _key_value_item(entry: Any) -> tuple[str, ...]:
+    # The item's lines with an empty path: each line starts with the item's path (prefixed on join).
+    out: list[str] = []
+    _kv_lines(entry, "", out)
+    return tuple(out)
+
+
+def _key_value_splice(head: str, items: Sequence[tuple[str, ...]]) -> str:
+    lines = [f"{HISTORY_FIELD}[{i}]{line}" for i, item in enumerate(items) for line in item]
+    body = "\n".join(lines) if items else f"{HISTORY_FIELD} = []"
+    return head + "\n" + body if head else body
+
+
+#: Formats that write a last ``history`` field from its items written one by one, so that a
+#: history's items are written once rather than at every step: format -> (write one item,
+#: join the text of the other fields with the items' writings, in the order shown).
+#: ``join(render(pairs), [item(e) for e in entries])`` is exactly
+#: ``render([*pairs, ("history", entries)])`` when no field of ``pairs`` is named
+#: ``history`` (``tests/test_formats_history.py``).
+HISTORY_SPLICES: dict[str, tuple[Callable[[Any], Any], Callable[[str, Sequence[Any]], str]]] = {
+    "json": (_json_text, _json_splice),
+    "xml": (_xml_item, _xml_splice),
+    "markdown": (_markdown_item, _markdown_splice),
+    "key_value": (_key_value_item, _key_value_splice),
 }
 
 #: Formats added to reproduce real systems (WebArena and BrowserGym page text): full levels,

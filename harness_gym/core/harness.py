@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.formats import FORMATS, RENDERERS
+from harness_gym.core.formats import FORMATS, HISTORY_FIELD, HISTORY_SPLICES, RENDERERS
 from harness_gym.core.grammar import ActionGrammar, action_grammar
 from harness_gym.core.task import Action, ActionSpec
 from harness_gym.core.tools import (
@@ -369,6 +369,8 @@ class BoundHarness:
         except ValueError as err:
             raise HarnessSpecError(str(err)) from None
         self._render = RENDERERS[harness.obs_format]
+        # A field named like the history would merge with it: such a task renders in full.
+        self._splice = HISTORY_SPLICES.get(harness.obs_format) if HISTORY_FIELD not in field_names else None
         template = PROMPT_TEMPLATES.get(harness.prompt_template, harness.prompt_template)
         native = harness.tool_channel == "native"
         self.system_prompt = template.format(
@@ -378,8 +380,9 @@ class BoundHarness:
         )
         self.openai_tools = self.toolbox.openai_tools()
         self.tool_names = tuple(t.spec.name for t in self.toolbox.tools)
-        #: Per action: its text when it round-trips through this harness, else ``None``.
-        self._written: dict[Action, str | None] = {}
+        #: Per action (its name and arguments): its text when it round-trips through this
+        #: harness, else ``None``.
+        self._written: dict[tuple[str, tuple[tuple[str, Any], ...]], str | None] = {}
         #: Texts known to round-trip, and the action each parses to (parse_cached answers them).
         self._known: dict[str, Action] = {}
 
@@ -410,12 +413,18 @@ class BoundHarness:
         step: int = 0,
         error: str | None = None,
         history: Sequence[Mapping[str, Any]] = (),
+        history_texts: list[Any] | None = None,
     ) -> str:
         """Write the task's fields (plus the harness's own) as one observation string.
 
         ``error`` is the message to show for the agent's last action; it appears in the
         ``last_error`` field when the harness shows that field, else in an ``error`` field
         that is present only when there is an error to show.
+
+        ``history_texts``, when given, is where this harness keeps what it wrote for the
+        ``history`` entries (text, or lines) (the caller keeps one list per history and
+        never changes an entry once shown): each entry is written once, and later steps
+        join the texts (for the formats in ``HISTORY_SPLICES``; the same observation).
         """
         pairs = [(name, fields[name]) for name in self.field_order]
         extras = self.harness.extra_fields
@@ -426,9 +435,15 @@ class BoundHarness:
         elif error:
             pairs.append(("error", error))
         window = self.harness.history_window
-        if window:
-            shown = list(history) if window == "all" else list(history)[-window:]
-            pairs.append(("history", shown))
+        if not window:
+            return self._render(pairs)
+        if history_texts is not None and self._splice is not None:
+            item, join = self._splice
+            for entry in history[len(history_texts) :]:
+                history_texts.append(item(entry))
+            return join(self._render(pairs), history_texts if window == "all" else history_texts[-window:])
+        shown = list(history) if window == "all" else list(history)[-window:]
+        pairs.append((HISTORY_FIELD, shown))
         return self._render(pairs)
 
     def ordered_fields(self, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -464,29 +479,32 @@ class BoundHarness:
     def legal_texts(self, actions: Sequence[Action]) -> list[str]:
         """The texts of the ``actions`` this harness can express, in order (memoized per action)."""
         written = self._written
-        out = []
-        for action in actions:
-            text = written.get(action, False)
-            if text is False:
-                text = self._written_text(action)
-            if text is not None:
-                out.append(text)
-        return out
+        texts = [written.get((a.name, a.args), False) for a in actions]  # a tuple hashes in C
+        if False in texts or None in texts:  # not all known yet, or some not expressible
+            texts = [self._written_text(a) for a in actions]
+            return [text for text in texts if text is not None]
+        return texts
 
     def _written_text(self, action: Action) -> str | None:
-        written = self._written
-        if action in written:
-            return written[action]
+        written, key = self._written, (action.name, action.args)
+        if key in written:
+            return written[key]
         if len(written) >= 8192:
             written.clear()
             self._known.clear()
         text = self.format_action(action) if self.round_trip_error(action) is None else None
-        written[action] = text
-        if text is not None and self.harness.tool_channel != "native":
-            # Seen to parse back to ``action``; on the native channel the checked text is the
-            # written-back call, not this one, so nothing is remembered there.
+        written[key] = text
+        if text is not None and (self.harness.tool_channel != "native" or self._parses_to(text, action)):
+            # Seen to parse back to ``action`` (on the native channel the round trip checked
+            # the written-back call, so this text is parsed once here).
             self._known[text] = action
         return text
+
+    def _parses_to(self, text: str, action: Action) -> bool:
+        try:
+            return self.toolbox.parse(text) == action
+        except ActionError:
+            return False
 
     def round_trip_error(self, action: Action) -> ActionError | None:
         """Why ``action`` cannot be written and read back through this harness, or ``None``."""

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness_gym.core.json_dumps import dumps_function
+
 #: The types a canonical action argument may have: name -> Python type of its values.
 PARAM_TYPES: dict[str, type] = {"int": int, "str": str, "float": float, "list[int]": list, "list[str]": list}
 #: How each type is written in a JSON schema (OpenAI / Anthropic tools).
@@ -143,7 +145,10 @@ class Action:
         return dict(self.args)
 
     def __getitem__(self, key: str) -> Any:
-        return dict(self.args)[key]
+        for name, value in reversed(self.args):  # the last one wins, as in dict(self.args)
+            if name == key:
+                return value
+        raise KeyError(key)
 
     def __str__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
@@ -197,7 +202,11 @@ class Task(ABC):
 
     @abstractmethod
     def fields(self) -> dict[str, FieldValue]:
-        """The current observation fields, keyed by :attr:`field_names` in canonical order."""
+        """The current observation fields, keyed by :attr:`field_names` in canonical order.
+
+        Fresh values on every call: a harness's history shows earlier fields as they were
+        returned (and writes each entry once), so they must not change afterwards.
+        """
 
     @abstractmethod
     def legal_actions(self) -> list[Action]:
@@ -241,7 +250,12 @@ class Task(ABC):
         return state_digest(self.state())
 
 
+#: The state's canonical JSON text: ``json.dumps(state, sort_keys=True, separators=(",", ":"),
+#: default=str)``, from an encoder built once.
+_state_text = dumps_function(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def state_digest(state: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of a JSON-serializable state."""
-    blob = json.dumps(state, sort_keys=True, separators=(",", ":"), default=str)
+    blob = _state_text(state)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -118,15 +118,17 @@ class WebTask(Task):
     def legal_actions(self) -> list[Action]:
         if self.done:
             return []
+        # Actions built directly (what Action.of builds, without its keyword round trip).
         actions: list[Action] = []
         for element in self.page.visible():
-            if element.tag in CLICKABLE:
-                actions.append(Action.of("click", ref=element.ref))
-            if element.tag in TEXT_INPUTS:
-                actions.extend(Action.of("type", ref=element.ref, text=t) for t in self.type_candidates)
-            if element.tag == "select" and element.options:
-                actions.extend(Action.of("select", ref=element.ref, option=o) for o in element.options)
-        actions.extend(Action.of("press", key=k) for k in self.legal_keys)
+            tag, ref = element.tag, element.ref
+            if tag in CLICKABLE:
+                actions.append(Action("click", (("ref", ref),)))
+            if tag in TEXT_INPUTS:
+                actions.extend([Action("type", (("ref", ref), ("text", t))) for t in self.type_candidates])
+            if tag == "select" and element.options:
+                actions.extend([Action("select", (("ref", ref), ("option", o))) for o in element.options])
+        actions.extend([Action("press", (("key", k),)) for k in self.legal_keys])
         return actions
 
     def check(self, action: Action) -> str | None:

@@ -51,9 +51,10 @@ class Element:
             out["options"] = list(self.options)
         if self.attrs:
             out.update(self.attrs)
-        kids = [c.to_field() for c in self.children if c.visible]
-        if kids:
-            out["children"] = kids
+        if self.children:
+            kids = [c.to_field() for c in self.children if c.visible]
+            if kids:
+                out["children"] = kids
         return out
 
     def walk(self) -> list[Element]:
@@ -81,22 +82,23 @@ class Page:
 
     def get(self, ref: int) -> Element | None:
         """The element with this ref if it exists and it and all its ancestors are visible."""
-        element = self._by_ref.get(ref)
-        if element is None or not element.shown():
-            return None
+        element = node = self._by_ref.get(ref)
+        while node is not None:  # Element.shown, inlined: this runs at every step
+            if not node.visible:
+                return None
+            node = node.parent
         return element
 
     def visible(self) -> list[Element]:
         """Visible elements in document order."""
         out: list[Element] = []
-
-        def visit(nodes: list[Element]) -> None:
-            for node in nodes:
-                if node.visible:
-                    out.append(node)
-                    visit(node.children)
-
-        visit(self.roots)
+        stack = self.roots[::-1]
+        while stack:  # depth first, children in order; a hidden node hides its subtree
+            node = stack.pop()
+            if node.visible:
+                out.append(node)
+                if node.children:
+                    stack.extend(node.children[::-1])
         return out
 
     def to_field(self) -> list[dict[str, Any]]:
