@@ -279,3 +279,15 @@ def test_parallel_tool_calls_follow_the_multiple_actions_rule(
 def test_server_version_is_unknown_without_the_route(stand_in: StandIn, make_backend) -> None:
     backend = make_backend(stand_in.base_url)
     assert backend.server_version == "unknown"  # the stand-in has no GET routes
+
+
+def test_a_constrained_reply_cut_at_the_limit_is_truncated(stand_in: StandIn, make_backend) -> None:
+    """A reply held to the step's grammar is incomplete when cut: truncated, on either channel."""
+    for channel in ("text", "native"):
+        env = _env(channel)
+        obs, info = env.reset(seed=6)
+        stand_in.script = [reply('{"name": "click", "argu', finish_reason="length")]
+        agent = LLMAgent(env, make_backend(stand_in.base_url), constrain=True)
+        agent.reset(6)
+        assert agent.act(obs, info) == "" and agent.episode_record()["truncated_replies"] == 1, channel
+        assert "structured_outputs" in stand_in.received[-1]

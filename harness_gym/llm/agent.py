@@ -153,7 +153,9 @@ class LLMAgent:
         call = completion.tool_calls[0] if completion.tool_calls else None
         if call is None and request.tools and request.grammar is not None and not completion.failed:
             call = call_from_json(completion.text)
-        cut = is_truncated(completion, expects_call=bool(request.tools) and request.tool_choice == "required")
+        # A required native call, or a reply held to the step's grammar, is incomplete when cut.
+        whole = (bool(request.tools) and request.tool_choice == "required") or request.grammar is not None
+        cut = is_truncated(completion, expects_call=whole)
         self.truncated += cut
         if completion.failed or cut:
             text, call = "", None

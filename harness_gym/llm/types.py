@@ -182,8 +182,9 @@ def split_thinking(text: str) -> tuple[str | None, str]:
 
 def is_truncated(completion: Completion, expects_call: bool = False) -> bool:
     """Whether a reply was cut at ``max_tokens`` before it closed what it opened: a thinking
-    block (reasoning and no reply), a tool-call block, or, for a request that requires a native
-    call (``expects_call``), before any call came back."""
+    block (reasoning and no reply), a tool-call block, or, for a request whose whole reply is
+    one call (``expects_call``: a required native call, or a reply held to the step's action
+    grammar, which a cut reply never completes), before a call came back."""
     if completion.failed or completion.finish_reason != "length":
         return False
     text = completion.text
