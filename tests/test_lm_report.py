@@ -238,3 +238,22 @@ def test_report_names_the_better_harness_and_flags_truncation(stand_in: StandIn,
         rows[rows["level_tool_channel"] == "native"]["invalid_actions"].sum()
         / rows[rows["level_tool_channel"] == "native"]["steps"].sum()
     )
+
+
+def test_no_section_without_language_model_rows() -> None:
+    from harness_gym.analysis.lm_report import lm_section
+
+    rows = scripted_rows(np.random.default_rng(6), {"A": 0.5}, seeds=3)
+    assert lm_section(rows.assign(model=None), ["tool_channel"]) == (None, {})
+    assert lm_section(rows.drop(columns=["model", "llm_requests"]), ["tool_channel"]) == (None, {})
+    section, tables = lm_section(rows, ["tool_channel"])
+    assert section is not None and set(tables) == {"lm_summary.csv", "lm_by_factor.csv", "lm_deploy.csv"}
+
+
+def test_context_window_errors_are_named_with_their_level() -> None:
+    from harness_gym.analysis.lm_report import warnings
+
+    rows = scripted_rows(np.random.default_rng(7), {"short": 0.5, "long": 0.5}, seeds=5, truncate=0.0)
+    rows.loc[rows["harness_name"] == "long", "llm_errors"] = json.dumps({"context_length": 1})
+    [line] = warnings(rows, ["tool_channel"])
+    assert "did not fit the model's context window" in line and "most under tool_channel=long" in line
