@@ -29,11 +29,13 @@ $(STAMP): pyproject.toml
 
 # The demo's designs are flips (34 and 5 harnesses); the foldover subset (main effects clear of
 # two-factor interactions) would need 864 harnesses for examples/demo-space.yaml.
+# --max-tokens 48: the longest legal reply of the language-model sweep is a native tool call,
+# 29 tokens with its <tool_call> tags (tests/test_demo_limits.py); 24 cut every one of them.
 demo: setup
 	$(BIN)/harness-gym sweep --agent random --agent oracle --agent oracle@Json --tasks all \
 		--space examples/demo-space.yaml --subset balanced:2+flips --seeds 5 --workers 2 --out runs/demo
 	$(BIN)/harness-gym report runs/demo
-	$(BIN)/harness-gym sweep --agent random --agent oracle --agent llm --max-tokens 24 \
+	$(BIN)/harness-gym sweep --agent random --agent oracle --agent llm --max-tokens 48 \
 		--tasks ClickButton ClickLink --space examples/llm-space.yaml --subset balanced:1+flips \
 		--seeds 3 --workers 2 --out runs/demo-llm
 	$(BIN)/harness-gym report runs/demo-llm

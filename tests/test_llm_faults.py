@@ -394,6 +394,9 @@ def _env(channel: str, policy: str, style: str = "json", task: str = "ClickButto
 @pytest.mark.parametrize("fault", FAULTS, ids=[f[0] for f in FAULTS])
 def test_agent_step_after_fault(stand_in: StandIn, make_backend, fault, channel: str, policy: str) -> None:
     name, behaviour, llm_kind, env_kind = fault
+    # A native call cut at max_tokens never closed: truncated, sent as an empty reply.
+    cut = name == "max_tokens" and channel == "native"
+    env_kind = "empty" if cut else env_kind
     stand_in.script = [behaviour()]
     env = _env(channel, policy)
     timeout = 0.4 if name == "timeout" else 5.0
@@ -409,7 +412,8 @@ def test_agent_step_after_fault(stand_in: StandIn, make_backend, fault, channel:
     assert shown == (info["last_error"] if policy != "ignore" else None), (policy, obs)
     record = agent.episode_record()
     assert record["llm_requests"] == 1 and stand_in.count == 1
-    assert record["llm_errors"] == ({llm_kind: 1} if llm_kind else {})
+    assert record["llm_errors"] == ({llm_kind: 1} if llm_kind else {}) | ({"truncated": 1} if cut else {})
+    assert record["truncated_replies"] == int(cut)
     assert record["transport_failures"] == (1 if llm_kind in TRANSPORT_ERRORS else 0)
     if llm_kind in TRANSPORT_ERRORS or llm_kind == "context_length":
         assert text == "" and record["first_error"] and record["completions"] == [""]
@@ -500,6 +504,8 @@ def test_batched_rollout_with_faults_finishes_every_episode(
         for kind, n in r.extra["llm_errors"].items():
             errors[kind] = errors.get(kind, 0) + n
     expected = {k: n for k, n in zip(kinds, used) if k is not None and n}
+    if channel == "native" and expected.get("max_tokens"):  # a native call cut short: truncated
+        expected["truncated"] = expected["max_tokens"]
     assert errors == expected
     assert sum(r.extra["transport_failures"] for r in results) == sum(
         n for k, n in zip(kinds, used) if k in TRANSPORT_ERRORS

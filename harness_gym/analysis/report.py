@@ -12,6 +12,10 @@
   instance) and the residual: a sums-of-squares decomposition;
 * ``ceiling_vs_deployed.png``: per task, the ceiling and each agent's deployed return;
 * ``harness_spread.png``: per task, the worst, mean and best harness's success rate;
+* for language-model agents, a section on tokens, latency, invalid and truncated replies,
+  error kinds, cost per success and which harness to deploy under
+  (:mod:`harness_gym.analysis.lm_report`; ``lm_summary.csv``, ``lm_by_factor.csv``,
+  ``lm_deploy.csv``);
 * for a harness-search folder (:mod:`harness_gym.analysis.search`), a first section with
   ``search_trajectory.png`` and the test-seed tables (:mod:`harness_gym.analysis.search_report`);
 * ``report.md`` (images as relative files), ``report.html`` (images embedded as data URIs, so
@@ -528,9 +532,16 @@ def build_report(
             ],
         ),
     ]
+    from harness_gym.analysis.lm_report import lm_section
     from harness_gym.analysis.search_report import PLOT as SEARCH_PLOT
     from harness_gym.analysis.search_report import is_search_folder, search_section
 
+    lm, lm_tables = lm_section(rows, factors, levels)
+    if lm is not None:  # right after the overall table: what the model cost and where to deploy it
+        sections.insert(1, lm)
+        for name, table in lm_tables.items():
+            table.to_csv(out / name, index=False)
+            table_paths[name] = out / name
     if is_search_folder(sweep_dir):  # a harness-search folder: its section comes first
         sections.insert(0, search_section(sweep_dir, out))
         if (out / SEARCH_PLOT).exists():

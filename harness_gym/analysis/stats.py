@@ -33,6 +33,7 @@ __all__ = [
     "mcnemar_exact",
     "mean_ci",
     "paired_binary",
+    "ratio_ci",
     "paired_binary_counts",
     "t975",
     "wilson",
@@ -132,3 +133,49 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
         running = min(running, m * ps[i] / (rank + 1))
         out[i] = min(1.0, running)
     return out
+
+
+def ratio_ci(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    clusters: Sequence[Any] | None = None,
+    rate: bool = False,
+) -> tuple[float, float, float]:
+    """A ratio of sums (tokens per success, invalid actions per step) and its 95% interval.
+
+    ``numerators[i]`` / ``denominators[i]`` belong to unit ``i`` (an episode), units grouped by
+    ``clusters`` (default: each its own). The variance is the cluster-robust linearization
+    (delta method): the clusters' residuals ``num - R * den`` over the denominators' sum, with
+    Student's t at clusters - 1 degrees of freedom. A ``rate`` (each numerator at most its
+    denominator, e.g. invalid actions of the steps) gets a Wilson interval at the effective
+    size (the rate's binomial variance over the linearized one; the clusters where every unit
+    gives the same rate), so it stays in [0, 1] and keeps a floor at 0 and 1.
+    No estimate (NaN) from a zero denominator; no interval from fewer than two clusters.
+    """
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if num.shape != den.shape:
+        raise ValueError(f"ratio_ci needs one denominator per numerator: {num.size} and {den.size}")
+    if clusters is not None and len(clusters) != num.size:
+        raise ValueError(f"clusters needs one label per value: {len(clusters)} labels, {num.size} values")
+    total = float(den.sum())
+    if num.size == 0 or total <= 0:
+        return (math.nan, math.nan, math.nan)
+    ratio = float(num.sum()) / total
+    if clusters is None:
+        labels = np.arange(num.size)
+    else:
+        labels = np.unique(np.asarray([repr(c) for c in clusters]), return_inverse=True)[1]
+    resid = np.bincount(labels, weights=num - ratio * den)
+    g = resid.size
+    if g < 2:
+        return (ratio, math.nan, math.nan)
+    var = float((resid**2).sum()) / total**2 * g / (g - 1)
+    if rate:
+        bound = ratio * (1 - ratio)
+        n_eff = float(g) if var <= 0 or bound <= 0 else float(min(total, bound / var))
+        low, high = wilson(ratio * n_eff, n_eff)
+        return (ratio, low, high)
+    if var <= 0:
+        return (ratio, ratio, ratio)
+    half = t975(g - 1) * math.sqrt(var)
+    return (ratio, ratio - half, ratio + half)

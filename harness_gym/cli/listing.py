@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, Harness
+    from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, REASONING_LEVELS, Harness
     from harness_gym.core.registry import TASKS, registered_env_ids
 
     what = args.what
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         levels["max_action_chars"] = "longest agent output parsed (default 8192)"
         levels["few_shot"] = f"0 to {MAX_FEW_SHOT} worked examples in the system prompt"
         levels["family_options"] = "a task family's own factors, e.g. {terminal: {shell: persistent}}"
+        levels["reasoning"] = ", ".join(REASONING_LEVELS) + " (a reasoning model's thinking sent back or not)"
         table(
             [["factor", "default", "levels"]]
             + [[f, json.dumps(Harness().to_dict()[f]), levels[f]] for f in Harness.factor_names()],

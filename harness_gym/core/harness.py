@@ -79,6 +79,8 @@ LEVELS: dict[str, Collection[Any]] = {
     "context": ("observation", "transcript"),
     "tool_channel": ("text", "native"),
 }
+#: Levels of ``reasoning`` (checked by itself: a language-model-only factor no preset varies).
+REASONING_LEVELS = ("hidden", "shown")
 
 #: An accepted value of each factor, as YAML, for error messages.
 EXAMPLES: dict[str, str] = {
@@ -150,6 +152,10 @@ class Harness:
             steps on other seeds of the same task, written by this harness; the env gives
             them in ``info["examples"]`` and a language-model agent sends them as earlier
             chat turns (a small model follows turns, not examples pasted into the prompt).
+        reasoning: whether a reasoning model's thinking on earlier turns is sent back with
+            them in a ``transcript`` context (``shown``, as the assistant message's
+            ``reasoning_content``, which the chat template renders or drops) or not
+            (``hidden``, the default: what most reasoning models' templates expect).
         max_action_chars: longer agent outputs are rejected unparsed.
         family_options: factors of one task family, ``{family: {option: level}}`` (e.g. the
             terminal family's shell and result format); checked by the family's validator,
@@ -174,6 +180,7 @@ class Harness:
     context: str = "observation"
     tool_channel: str = "text"
     few_shot: int = 0
+    reasoning: str = "hidden"
     max_action_chars: int = 8192
     family_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     _id: str = field(default="", init=False, repr=False, compare=False)
@@ -254,6 +261,11 @@ class Harness:
             raise HarnessSpecError(
                 f"few_shot must be an integer from 0 to {MAX_FEW_SHOT}, got {fs!r} "
                 f"(e.g. {EXAMPLES['few_shot']})"
+            )
+        if not isinstance(self.reasoning, str) or self.reasoning not in REASONING_LEVELS:
+            raise HarnessSpecError(
+                f"unknown level {self.reasoning!r} for factor 'reasoning'; valid levels: "
+                f"{list(REASONING_LEVELS)} (e.g. reasoning: shown)"
             )
         mc = self.max_action_chars
         if isinstance(mc, bool) or not isinstance(mc, int) or mc < 16:

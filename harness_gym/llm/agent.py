@@ -11,7 +11,10 @@ The agent never raises into the rollout. A request that fails in transport (serv
 timeout, 429 / 5xx after retries, a malformed body) or does not fit the context window
 yields an empty reply, which the harness handles by its invalid-action policy; the episode
 record (:meth:`LLMAgent.episode_record`) counts each error kind, and a sweep row whose
-episode lost replies to the transport carries an ``error``.
+episode lost replies to the transport carries an ``error``. A reply cut at ``max_tokens``
+inside a thinking or tool-call block (:func:`~harness_gym.llm.types.is_truncated`) is sent
+as an empty reply too and counted as ``truncated``, so the report tells a token limit that
+is too small from a model that writes bad actions.
 
 Many agents (one per episode in flight) share one backend; :meth:`LLMAgent.act_batch` sends
 their requests together, as one concurrent HTTP batch or one batched ``generate``.
@@ -29,7 +32,7 @@ from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.grammar import describe
 from harness_gym.llm.cache import CompletionCache
 from harness_gym.llm.chat import Turn, call_from_json, chat_messages
-from harness_gym.llm.types import TRANSPORT_ERRORS, Backend, ChatRequest, Completion, Sampling
+from harness_gym.llm.types import TRANSPORT_ERRORS, Backend, ChatRequest, Completion, Sampling, is_truncated
 
 
 class LLMAgent:
@@ -78,6 +81,7 @@ class LLMAgent:
         self.episode_seed = seed
         self.turns: list[Turn] = []
         self.completions: list[Completion] = []
+        self.truncated = 0
         self._pending: tuple[str, ChatRequest] | None = None
         self._grammars: list[str] = []
 
@@ -149,8 +153,12 @@ class LLMAgent:
         call = completion.tool_calls[0] if completion.tool_calls else None
         if call is None and request.tools and request.grammar is not None and not completion.failed:
             call = call_from_json(completion.text)
-        if completion.failed:
-            text = ""
+        # A required native call, or a reply held to the step's grammar, is incomplete when cut.
+        whole = (bool(request.tools) and request.tool_choice == "required") or request.grammar is not None
+        cut = is_truncated(completion, expects_call=whole)
+        self.truncated += cut
+        if completion.failed or cut:
+            text, call = "", None
         elif call is not None:
             # Several calls in one reply are written back together, so that the parser answers
             # multiple_actions (the first is never run silently).
@@ -158,7 +166,7 @@ class LLMAgent:
             text = "\n".join(self.env.bound.write_call(c.name, c.arguments) for c in calls)
         else:
             text = completion.text
-        self.turns.append(Turn(observation, text, call))
+        self.turns.append(Turn(observation, text, call, completion.reasoning))
         return text
 
     # -- records -----------------------------------------------------------------------------
@@ -172,6 +180,8 @@ class LLMAgent:
         done = self.completions
         errors = Counter(c.error_kind for c in done if c.error_kind)
         errors.update("max_tokens" for c in done if c.finish_reason == "length")
+        if self.truncated:
+            errors["truncated"] = self.truncated
         transport = sum(1 for c in done if c.error_kind in TRANSPORT_ERRORS)
         return {
             "model": self.backend.model_id,
@@ -183,6 +193,9 @@ class LLMAgent:
             "cache_hits": sum(c.cached for c in done),
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in done),
             "completion_tokens": sum(c.completion_tokens or 0 for c in done),
+            "reasoning_tokens": sum(c.reasoning_tokens or 0 for c in done),
+            "truncated_replies": self.truncated,
+            "server_version": getattr(self.backend, "server_version", None),
             "llm_latency": sum(c.latency for c in done if not c.cached),
             "llm_errors": dict(errors),
             "completions": [c.tool_calls[0].__dict__ if c.tool_calls else c.text for c in done],

@@ -9,7 +9,9 @@ How much of the episode a model sees is the harness's ``context`` factor:
 
 On the ``native`` tool channel an earlier turn's reply is an assistant message with a tool
 call, and the observation that followed it is that call's ``tool`` result, as the OpenAI chat
-format writes tool use.
+format writes tool use. Call ids are nine letters and digits (:func:`call_id`), the form
+Mistral's templates require and every other template accepts. A reasoning model's thinking
+goes back with its turn only where the harness's ``reasoning`` factor says ``shown``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ class Turn:
     observation: str
     text: str
     tool_call: ToolCall | None = None
+    reasoning: str | None = None
+
+
+def call_id(kind: str, i: int) -> str:
+    """A tool-call id of 9 letters and digits (Mistral's templates refuse any other)."""
+    return f"{kind[:4]}{i:0{9 - len(kind[:4])}d}"
 
 
 def chat_messages(
@@ -52,23 +60,26 @@ def chat_messages(
         if call is None:
             messages.append({"role": "assistant", "content": example["reply"]})
             continue
-        call_id = f"example_{i}"
-        messages.append(_tool_call_message(call_id, call))
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": EXAMPLE_RESULT})
+        cid = call_id("ex", i)
+        messages.append(_tool_call_message(cid, call))
+        messages.append({"role": "tool", "tool_call_id": cid, "content": EXAMPLE_RESULT})
     if harness.context == "transcript" and harness.history_window != 0 and turns:
         window = harness.history_window
         kept = list(turns) if window == "all" else list(turns)[-int(window) :]
         native = harness.tool_channel == "native"
+        shown = harness.reasoning == "shown"
         messages.append({"role": "user", "content": kept[0].observation})
         observations = [t.observation for t in kept[1:]] + [observation]
         for i, (turn, following) in enumerate(zip(kept, observations)):
             if native and turn.tool_call is not None:
-                call_id = f"call_{i}"
-                messages.append(_tool_call_message(call_id, turn.tool_call))
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": following})
+                cid = call_id("call", i)
+                messages.append(_tool_call_message(cid, turn.tool_call))
+                messages.append({"role": "tool", "tool_call_id": cid, "content": following})
             else:
                 messages.append({"role": "assistant", "content": turn.text})
                 messages.append({"role": "user", "content": following})
+            if shown and turn.reasoning:
+                messages[-2]["reasoning_content"] = turn.reasoning
         return messages
     messages.append({"role": "user", "content": observation})
     return messages

@@ -4,7 +4,14 @@ Requests go through the ``openai`` client with its own retries off: this backend
 timeouts, connection errors, HTTP 429 and 5xx itself, with exponential backoff that honours
 ``Retry-After``, so it can count attempts and name what finally failed. A batch is sent
 concurrently, at most ``concurrency`` requests at a time. Grammars go to vLLM's structured
-outputs (``extra_body={"structured_outputs": {"json" | "regex": ...}}``).
+outputs (``extra_body={"structured_outputs": {"json" | "regex": ...}}``), beside the agent
+spec's pass-through fields (:attr:`Sampling.extra`).
+
+Replies are read as vLLM writes them: a reasoning model's thinking from ``reasoning`` (vLLM
+>= 0.11) or ``reasoning_content`` (older vLLM, llama.cpp), its token count from
+``usage.completion_tokens_details.reasoning_tokens``; a server without a reasoning parser
+leaves a ``<think>`` block in the content, which is split off the same way. The server's
+version (``GET /version``, vLLM) is asked once and recorded in rows.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness_gym.llm.identity import server_identity
-from harness_gym.llm.types import ChatRequest, Completion, ToolCall
+from harness_gym.llm.types import ChatRequest, Completion, ToolCall, split_thinking
 
 RETRYABLE = ("connection", "timeout", "http_429", "http_5xx")
 
@@ -77,6 +84,19 @@ class OpenAIBackend:
         self._identity_lock = threading.Lock()
         #: The model ids the server listed on ``GET /models`` (None: it did not answer).
         self.served: list[str] | None = None
+        self._version: str | None = None
+
+    @property
+    def server_version(self) -> str:
+        """The version the server reports on ``GET /version`` (vLLM: ``0.32.0``), asked once;
+        ``unknown`` for a server without that route (hosted APIs, llama.cpp)."""
+        with self._identity_lock:
+            if self._version is None:
+                version, answered = _server_version(self.base_url, self.timeout)
+                if not answered:  # down now: ask again next time
+                    return version
+                self._version = version
+            return self._version
 
     @property
     def identity(self) -> str:
@@ -143,9 +163,12 @@ class OpenAIBackend:
             body["tools"] = request.tools
             if request.tool_choice:
                 body["tool_choice"] = request.tool_choice
+        extra = s.extra_body()
         if request.grammar is not None and self.supports_grammar:
             key = "json" if request.grammar.kind == "json_schema" else "regex"
-            body["extra_body"] = {"structured_outputs": {key: request.grammar.value}}
+            extra["structured_outputs"] = {key: request.grammar.value}
+        if extra:
+            body["extra_body"] = extra
         return body
 
     def _attempt(self, request: ChatRequest) -> tuple[Completion, float | None]:
@@ -221,12 +244,49 @@ def _completion(response: Any) -> Completion:
                 arguments = json.dumps(arguments) if arguments is not None else ""
             calls.append(ToolCall(str(name) if name is not None else "", arguments))
         usage = getattr(response, "usage", None)
+        text = message.content or ""
+        reasoning = _field(message, "reasoning", "reasoning_content")
+        if reasoning is None:
+            reasoning, text = split_thinking(text)
+        details = getattr(usage, "completion_tokens_details", None)
+        counted = getattr(details, "reasoning_tokens", None) if reasoning is not None else None
         return Completion(
-            text=message.content or "",
+            text=text,
             tool_calls=calls,
             finish_reason=choice.finish_reason,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
+            reasoning=reasoning,
+            reasoning_tokens=counted if isinstance(counted, int) else None,
         )
     except (AttributeError, TypeError, IndexError) as err:
         return Completion(error_kind="malformed_response", error=f"{type(err).__name__}: {err}")
+
+
+def _field(message: Any, *names: str) -> str | None:
+    """The first of ``names`` the message carries as text (vLLM's own fields are extras of the
+    ``openai`` client's message model)."""
+    extra = getattr(message, "model_extra", None) or {}
+    for name in names:
+        value = extra.get(name, getattr(message, name, None))
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _server_version(base_url: str, timeout: float) -> tuple[str, bool]:
+    """The ``version`` of ``GET /version`` at the server's root (vLLM's route), or ``unknown``
+    where there is none; and whether the server answered at all."""
+    import httpx
+
+    root = base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    try:
+        response = httpx.get(root + "/version", timeout=min(timeout, 10.0))
+    except httpx.HTTPError:
+        return "unknown", False
+    try:
+        version = response.json().get("version") if response.status_code == 200 else None
+    except (ValueError, AttributeError):  # not JSON, or not an object: not vLLM's route
+        version = None
+    return (version if isinstance(version, str) and version else "unknown"), True

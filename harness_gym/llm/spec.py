@@ -16,6 +16,13 @@ step's action grammar as structured output, servers only); ``concurrency``, ``ti
 ``revision`` (your name for the weights a server serves under a name, e.g. a checkpoint
 step: another revision is another agent and never shares cached replies).
 
+Any other request field goes through as ``body.FIELD=VALUE`` (servers only), the value read
+as JSON where it parses and as a string otherwise (URL-encode ``&`` as ``%26``):
+``openai:Qwen3-8B@URL?body.top_k=20&body.chat_template_kwargs={"enable_thinking":false}``,
+``body.stop=["\n\n"]``, ``body.min_p=0.05``. They change what the model writes, so they are
+part of the agent's name and of the cache key. Fields the harness or an option already sets
+(:data:`BODY_OWNED`) are refused with the option to use instead.
+
 The agent's name in result rows (:attr:`LLMSpec.name`, also the key a sweep or search
 resumes by) holds what identifies the model and its sampling: the kind, the model (the
 served name, without the URL), the sampling options, ``constrain``, ``tool_choice``,
@@ -83,6 +90,27 @@ REACH_OPTIONS = (
     "cache",
 )
 
+#: Prefix of a pass-through request field (``body.top_k=20``).
+BODY = "body."
+#: Request fields set by the agent or an option: refused as ``body.`` fields (field -> why).
+BODY_OWNED = {
+    **dict.fromkeys(("model", "messages", "tools", "stream", "stream_options"), "the agent sets it"),
+    "temperature": "use ?temperature=",
+    "top_p": "use ?top_p=",
+    "max_tokens": "use ?max_tokens=",
+    "max_completion_tokens": "use ?max_tokens=",
+    "seed": "use ?seed= (each request gets a seed derived from it)",
+    "tool_choice": "use ?tool_choice=",
+    "n": "the agent reads one choice per request",
+    "structured_outputs": "use ?constrain=1 (the harness's action grammar)",
+    "response_format": "use ?constrain=1 (the harness's action grammar)",
+    "guided_json": "removed by vLLM (silently ignored); use ?constrain=1",
+    "guided_regex": "removed by vLLM (silently ignored); use ?constrain=1",
+    "guided_choice": "removed by vLLM (silently ignored); use ?constrain=1",
+    "parallel_tool_calls": "several calls in one reply follow the harness's rule (multiple_actions); "
+    "a server told false keeps the first silently",
+}
+
 
 #: Numeric options with a lower bound: (option, smallest value, the rule as messages say it).
 _BOUNDS = (
@@ -109,6 +137,16 @@ def _flag(value: str) -> bool:
     if value.lower() in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"expected 0/1, got {value!r}")
+
+
+def _body_value(text: str) -> Any:
+    """A ``body.`` value: JSON where it parses (numbers, lists, objects, true/false), else text."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def is_llm_spec(spec: str) -> bool:
@@ -166,7 +204,21 @@ def parse_llm_spec(text: str) -> LLMSpec:
 
     head, _, query = text.partition("?")
     options: dict[str, Any] = {}
+    body: dict[str, Any] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+        if key.startswith(BODY):
+            name = key[len(BODY) :]
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise LLMSpecError(
+                    f"agent {text!r}: {key!r} names no request field; write body.FIELD=VALUE, "
+                    "e.g. body.top_k=20"
+                )
+            if name in BODY_OWNED:
+                raise LLMSpecError(f"agent {text!r}: {key!r} cannot be passed through: {BODY_OWNED[name]}")
+            if name in body:
+                raise LLMSpecError(f"agent {text!r}: {key!r} is given twice")
+            body[name] = _body_value(value)
+            continue
         if key not in _OPTIONS:
             raise LLMSpecError(f"agent {text!r}: unknown option {key!r}; options: {sorted(_OPTIONS)}")
         try:
@@ -188,10 +240,10 @@ def parse_llm_spec(text: str) -> LLMSpec:
                 f"agent {text!r}: cache must be a folder (or off), but {str(where)!r} is a file"
             )
     # Values that parse but cannot work fail here, named, not later inside a sweep worker.
-    from harness_gym.llm.types import Sampling
-
+    if body:
+        options["body"] = body
     try:
-        Sampling(**{k: options[k] for k in _SAMPLING if k in options})
+        _sampling(options)
     except ValueError as err:
         raise LLMSpecError(f"agent {text!r}: {err}") from None
     for key, low, rule in _BOUNDS:
@@ -215,12 +267,25 @@ def parse_llm_spec(text: str) -> LLMSpec:
         spec = LLMSpec(text, "openai", model, url.rstrip("/"), options=options)
     else:
         raise LLMSpecError(f"not an LLM agent spec: {text!r}; forms: llm, hf:PATH, openai:MODEL@BASE_URL")
+    if body and spec.kind != "openai":
+        raise LLMSpecError(
+            f"agent {text!r}: body.{next(iter(body))} is a request field for a server "
+            "(openai:MODEL@URL); the in-process backend takes only the sampling options"
+        )
     if spec.options.get("constrain") and spec.kind != "openai":
         raise LLMSpecError(
             f"agent {text!r}: constrain=1 needs a server with structured outputs (openai:MODEL@URL "
             "served by vLLM); the in-process backend does not enforce grammars"
         )
     return spec
+
+
+def _sampling(options: dict[str, Any]) -> Any:
+    """The :class:`Sampling` of parsed options (the ``body.`` fields as its extra fields)."""
+    from harness_gym.llm.types import Sampling, extra_fields
+
+    extra = extra_fields(options.get("body") or {})
+    return Sampling(**{k: options[k] for k in _SAMPLING if k in options}, extra=extra)
 
 
 _BACKENDS: dict[tuple[Any, ...], Any] = {}
@@ -274,10 +339,9 @@ def agent_factory(spec: LLMSpec) -> Callable[[Any], Any]:
     """``factory(env) -> LLMAgent`` for the spec (the backend is built on first use)."""
     from harness_gym.llm.agent import LLMAgent
     from harness_gym.llm.cache import CompletionCache
-    from harness_gym.llm.types import Sampling
 
     o = spec.options
-    sampling = Sampling(**{k: o[k] for k in _SAMPLING if k in o})
+    sampling = _sampling(o)
     cache_opt = o.get("cache")
     cache = None if cache_opt == "off" else CompletionCache(cache_opt or None)
 

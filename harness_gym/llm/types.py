@@ -6,6 +6,12 @@ is the model's reply with its token counts and latency, or a transport error nam
 :attr:`Completion.error_kind`. Backends never raise for a failed request: they return a
 completion whose ``error_kind`` says what went wrong, so one bad request never stops a
 rollout.
+
+A reasoning model's thinking is :attr:`Completion.reasoning` (the server's
+``reasoning_content`` / ``reasoning`` field, or a leading ``<think>`` block of the text), never
+part of the reply the harness parses. A reply cut at ``max_tokens`` inside a thinking block or
+a tool-call block (:data:`OPEN_CLOSE`), or a native request that got no call before the limit,
+is *truncated* (:func:`is_truncated`): the token limit's doing, not an invalid action.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ class Sampling:
     top_p: float = 1.0
     max_tokens: int = 64
     seed: int | None = 0
+    #: Further request fields sent as they are (``top_k``, ``stop``, ``chat_template_kwargs``,
+    #: ...): sorted ``(name, JSON text)`` pairs (:func:`extra_fields` builds them).
+    extra: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not (isinstance(self.temperature, (int, float)) and self.temperature >= 0):
@@ -56,8 +65,21 @@ class Sampling:
         blob = f"{self.seed}:{episode_seed}:{step}".encode()
         return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
 
+    def extra_body(self) -> dict[str, Any]:
+        """The extra request fields as a JSON object."""
+        return {k: json.loads(v) for k, v in self.extra}
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("extra")
+        if self.extra:  # absent when empty: older cache keys and rows stay as they were
+            out["extra"] = self.extra_body()
+        return out
+
+
+def extra_fields(fields: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """:attr:`Sampling.extra` from a mapping of field name -> JSON value."""
+    return tuple(sorted((k, json.dumps(v, sort_keys=True, separators=(",", ":"))) for k, v in fields.items()))
 
 
 @dataclass
@@ -109,6 +131,11 @@ class Completion:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: A reasoning model's thinking (None: the reply had none).
+    reasoning: str | None = None
+    #: Tokens of :attr:`reasoning`, where the server counts them (vLLM with a reasoning parser:
+    #: ``usage.completion_tokens_details.reasoning_tokens``); included in ``completion_tokens``.
+    reasoning_tokens: int | None = None
     latency: float = 0.0
     error_kind: str | None = None
     error: str | None = None
@@ -130,6 +157,45 @@ class Completion:
         data = dict(data)
         data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls") or []]
         return cls(**data)
+
+
+#: Blocks a reply opens and must close: thinking, and the tool-call wrappers of the chat
+#: templates vLLM's parsers read (hermes / Qwen, DeepSeek).
+OPEN_CLOSE = (
+    ("<think>", "</think>"),
+    ("<tool_call>", "</tool_call>"),
+    ("<|tool▁calls▁begin|>", "<|tool▁calls▁end|>"),
+)
+#: Tool-call openers with no closing tag (Mistral, Llama 3.x): cut at the limit, they are open.
+OPEN_ONLY = ("[TOOL_CALLS]", "<|python_tag|>")
+
+
+def split_thinking(text: str) -> tuple[str | None, str]:
+    """``(reasoning, reply)`` of a text that opens with a ``<think>`` block (a server without a
+    reasoning parser leaves it in the content); an unclosed block is all reasoning."""
+    head = text.lstrip()
+    if not head.startswith("<think>"):
+        return None, text
+    inner, closed, rest = head[len("<think>") :].partition("</think>")
+    return inner.strip(), rest.lstrip() if closed else ""
+
+
+def is_truncated(completion: Completion, expects_call: bool = False) -> bool:
+    """Whether a reply was cut at ``max_tokens`` before it closed what it opened: a thinking
+    block (reasoning and no reply), a tool-call block, or, for a request whose whole reply is
+    one call (``expects_call``: a required native call, or a reply held to the step's action
+    grammar, which a cut reply never completes), before a call came back."""
+    if completion.failed or completion.finish_reason != "length":
+        return False
+    text = completion.text
+    if completion.reasoning is not None and not text.strip() and not completion.tool_calls:
+        return True
+    for opener, closer in OPEN_CLOSE:
+        if text.count(opener) > text.count(closer):
+            return True
+    if any(opener in text for opener in OPEN_ONLY):
+        return True
+    return expects_call and not completion.tool_calls
 
 
 class Backend(Protocol):
