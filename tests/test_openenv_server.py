@@ -75,7 +75,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS]
+    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS, *BROWSER_TASKS]
     s = Server(*[a for t in tasks for a in ("--task", t)], "--max-sessions", "2", "--session-timeout", "0")
     yield s
     s.stop()
@@ -94,6 +94,8 @@ HARNESSES = {
 
 #: Terminal tasks run in the bubblewrap sandbox, behind the server as in process.
 TERMINAL_TASKS = ["TermSortUnique", "TermGitCommit"]
+#: Real MiniWoB++ tasks in headless Chromium (Playwright), on the server as in process.
+BROWSER_TASKS = ["BrowserEnterText", "BrowserLoginUser"]
 
 
 def terminal_harnesses() -> dict[str, object]:
@@ -173,6 +175,56 @@ def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: s
     harness = terminal_harnesses()[name]
     with HarnessGymClient(base_url=server.url).sync() as client:
         check_episode(play_sync(client, task, harness, 2), task, harness, 2)
+
+
+@pytest.fixture(scope="module")
+def browser_session() -> Iterator[object]:
+    from harness_gym.envs.browser.browser import BrowserSession, check_requirements
+
+    check_requirements()  # fails with the install command when Chromium or Playwright is missing
+    shared = BrowserSession()
+    yield shared
+    shared.close()
+
+
+@pytest.mark.parametrize("task", BROWSER_TASKS)
+@pytest.mark.parametrize("name", ["Json", "BundleXml", "by_id"])
+def test_browser_oracle_over_the_wire_equals_in_process(
+    server: Server, browser_session: object, task: str, name: str
+) -> None:
+    """The server's Chromium and this process's build the same MiniWoB instance and episode."""
+    from harness_gym.envs.browser.env import make_browser_env
+
+    harness = HARNESSES.get(name, name)
+    local = make_browser_env(task, local_harness(harness), session=browser_session)
+    try:
+        with HarnessGymClient(base_url=server.url).sync() as client:
+            for seed in (0, 3):
+                observation, info = local.reset(seed=seed)
+                result = client.reset(seed=seed, task=task, harness=harness)
+                got = result.observation
+                assert (got.text, got.state_digest, got.harness_id) == (
+                    observation,
+                    info["state_digest"],
+                    info["harness_id"],
+                )
+                assert got.info["system_prompt"] == info["system_prompt"]
+                assert got.info["tools"] == info["tools"]
+                while not result.done:
+                    action = local.oracle_action()  # the agent's side: the oracle of its own copy
+                    observation, reward, terminated, truncated, info = local.step(action)
+                    result = client.step(HarnessAction(text=action))
+                    got = result.observation
+                    assert (got.text, got.state_digest, result.reward, result.done) == (
+                        observation,
+                        info["state_digest"],
+                        reward,
+                        terminated or truncated,
+                    )
+                    assert got.info == json.loads(json.dumps(info, default=list))
+                assert got.success and info["success"] and result.reward == 1.0
+    finally:
+        local.close()
 
 
 def test_oracle_over_the_wire_equals_in_process_async(server: Server) -> None:

@@ -106,17 +106,9 @@ def _messages(trace: dict) -> list[dict]:
     return [node["message"] for node in trace["nodes"]]
 
 
-@pytest.mark.llm
-def test_vf_eval_runs_episodes_through_the_harness(vllm_server, tmp_path: Path) -> None:
-    """verifiers' eval runner plays every episode; each equals an in-process one fed its replies."""
-    harnesses = ["Json", "ToolsPython", "JsonFewShot"]
-    out = tmp_path / "outputs"
-    env = dict(os.environ)
-    # verifiers' chat harness runs as a uv script; uv comes with the verifiers venv.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["HOME"] = str(tmp_path / "home")  # verifiers' caches (~/.cache/verifiers) stay in the test
-    env["VLLM_API_KEY"] = "EMPTY"
-    command = [
+def vf_eval_command(model: str, base_url: str, out: Path, harnesses: list, seeds: list[int]) -> list[str]:
+    """``vf-eval`` (verifiers' own eval runner) on the taskset, against an OpenAI-compatible server."""
+    return [
         str(Path(sys.executable).parent / "vf-eval"),
         TASKSET_ID,
         "--env.taskset.tasks",
@@ -124,21 +116,21 @@ def test_vf_eval_runs_episodes_through_the_harness(vllm_server, tmp_path: Path) 
         "--env.taskset.harnesses",
         json.dumps(harnesses),
         "--env.taskset.seeds",
-        "[0, 1]",
+        json.dumps(seeds),
         "--env.player.runtime.type",
         "subprocess",
         "--env.player.max-turns",
-        "6",
+        "3",
         "--model",
-        vllm_server.model,
+        model,
         "--client.base-url",
-        vllm_server.base_url,
+        base_url,
         "--client.api-key-var",
         "VLLM_API_KEY",
         "--sampling.temperature",
         "0",
         "--sampling.max-tokens",
-        "40",
+        "32",
         "--max-concurrent",
         "2",
         "--no-push",
@@ -148,10 +140,12 @@ def test_vf_eval_runs_episodes_through_the_harness(vllm_server, tmp_path: Path) 
         "--run.dir",
         "run",
     ]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    episodes = [json.loads(line) for line in (out / "run" / "traces.jsonl").read_text().splitlines()]
-    assert len(episodes) == len(TASKS) * len(harnesses) * 2
+
+
+def check_traces(traces: Path, harnesses: list, seeds: list[int]) -> int:
+    """Every episode of ``traces.jsonl`` against an in-process one fed the replies it recorded."""
+    episodes = [json.loads(line) for line in traces.read_text().splitlines()]
+    assert len(episodes) == len(TASKS) * len(harnesses) * len(seeds)
     seen = set()
     for episode in episodes:
         assert not episode.get("errors"), episode.get("errors")
@@ -164,14 +158,34 @@ def test_vf_eval_runs_episodes_through_the_harness(vllm_server, tmp_path: Path) 
         own = make_env(data["task_id"], harness)
         observation, info = own.reset(seed=data["seed"])
         chat = chat_messages(own.harness, info["system_prompt"], observation, (), info["examples"])
-        # What the model was sent: the harness's system prompt, worked examples, observations.
+        # What the model was sent: the harness's system prompt, worked examples, observation.
         assert messages[: len(chat)] == chat
-        replies = [m["content"] or "" for m in messages if m["role"] == "assistant"][len(info["examples"]) :]
-        users = [m["content"] for m in messages if m["role"] == "user"][len(info["examples"]) :]
+        assert info["state_digest"] == data["state_digest"]
+        examples = len(info["examples"])
+        replies = [m["content"] or "" for m in messages if m["role"] == "assistant"][examples:]
+        users = [m["content"] for m in messages if m["role"] == "user"][examples:]
         assert replies and replies == trace["info"]["harness_gym"]["replies"]
         observations, total, last = _replay(data["task_id"], harness, data["seed"], replies)
         assert users == observations[: len(users)]  # each observation exactly as rendered in process
-        assert trace["rewards"][REWARD]["value"] == pytest.approx(total)
+        assert trace["rewards"][REWARD]["score"] == pytest.approx(total)
         assert trace["metrics"]["success"] == float(bool(last.get("success")))
         assert trace["metrics"]["invalid_actions"] == float(last.get("invalid_actions", 0))
+        assert trace["metrics"]["steps"] == len(replies)
     assert len(seen) == len(episodes)
+    return len(episodes)
+
+
+@pytest.mark.llm
+def test_vf_eval_runs_episodes_through_the_harness(vllm_server, tmp_path: Path) -> None:
+    """verifiers' eval runner plays every episode; each equals an in-process one fed its replies."""
+    harnesses, seeds = ["ToolsPython", "JsonFewShot"], [0]
+    out = tmp_path / "outputs"
+    env = dict(os.environ)
+    # verifiers' chat harness runs as a uv script; uv comes with the verifiers venv.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(tmp_path / "home")  # verifiers' caches (~/.cache/verifiers) stay in the test
+    env["VLLM_API_KEY"] = "EMPTY"
+    command = vf_eval_command(vllm_server.model, vllm_server.base_url, out, harnesses, seeds)
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert check_traces(out / "run" / "traces.jsonl", harnesses, seeds) == len(TASKS) * len(harnesses)
