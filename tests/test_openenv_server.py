@@ -440,3 +440,101 @@ def test_mcp_tools_are_the_harness_tools_as_written_and_a_call_is_a_step(server:
         assert got["text"] == observation and got["reward"] == reward
         assert got["done"] == (terminated or truncated) and got["success"] == step_info["success"]
     assert results[-1][0]["success"] and "reset" in after
+
+
+@pytest.mark.llm
+def test_trl_grpo_step_with_rollouts_over_the_wire(server: Server, tmp_path: Path) -> None:
+    """One GRPO step of the embedded model (TRL's ``rollout_func``) whose episodes are played by
+    the served env over openenv's WebSocket client; each equals an in-process episode fed the same
+    replies, and TRL's logged reward is the mean of the served episodes' returns."""
+    pytest.importorskip("trl")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from harness_gym.integrations.openenv_server import ServedHarnessEnv
+    from harness_gym.train.grpo_lm import load_tokenizer, model_path
+    from harness_gym.train.lm_dataset import build_dataset, build_rows
+    from harness_gym.train.lm_rewards import reward_functions
+    from harness_gym.train.lm_rollout import (
+        EnvPool,
+        HarnessRollout,
+        RolloutConfig,
+        _messages,
+        play_episodes,
+        rollout_dict,
+    )
+
+    torch.set_num_threads(2)
+    served: list[ServedHarnessEnv] = []
+
+    def over_the_wire(task: str, harness: Harness) -> ServedHarnessEnv:
+        served.append(ServedHarnessEnv(server.url, task, harness))
+        return served[-1]
+
+    class RecordingRollout(HarnessRollout):
+        outcomes: list = []
+
+        def run(self, prompts, generate):  # noqa: ANN001, ANN201
+            outcomes = play_episodes(self.jobs(prompts), self.chat, generate, self.config, self.pool)
+            self.outcomes.extend(outcomes)
+            return rollout_dict(outcomes)
+
+    harness = PRESETS["ToolsPython"]
+    rows = build_rows("ClickButton", [harness], [0], "within", group_size=2)
+    path = model_path("llm")
+    tokenizer = load_tokenizer(path)
+    config = RolloutConfig(max_reply_tokens=24, temperature=1.0)
+    rollout = RecordingRollout(rows, tokenizer, config, pool=EnvPool(make=over_the_wire))
+    funcs, weights = reward_functions()
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trainer"),
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        num_generations=2,
+        max_steps=1,
+        learning_rate=1e-5,
+        beta=0.0,
+        seed=0,
+        max_completion_length=config.max_reply_tokens,
+        reward_weights=weights,
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        model_init_kwargs={"dtype": torch.float32},
+    )
+    trainer = GRPOTrainer(
+        model=str(path),
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=build_dataset(rows),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
+    try:
+        trainer.train()
+    finally:
+        rollout.pool.close()
+    assert trainer.state.global_step == 1
+    assert len(rollout.outcomes) == 2 and served  # both episodes went over the wire
+    for outcome in rollout.outcomes:
+        env = make_env("ClickButton", harness)
+        observation, info = env.reset(seed=outcome.seed)
+        # The prompt the model was trained on is the harness's chat, as rendered in process.
+        assert outcome.tokens.prompt_ids == rollout.chat.prompt_ids(_messages(env, observation, []), None)
+        total = 0.0
+        for reply in outcome.replies:
+            _, reward, terminated, truncated, info = env.step(reply)
+            total += reward
+            if terminated or truncated:
+                break
+        assert outcome.episode_return == pytest.approx(total)
+        assert outcome.success == bool(info["success"]) and outcome.harness_id == harness.id
+    # TRL's logged reward: the default mixture (return, 0.2 x valid-action share) of the served episodes.
+    logged = next(log for log in trainer.state.log_history if "reward" in log)
+    mixture = [o.episode_return + 0.2 * o.valid_action_rate for o in rollout.outcomes]
+    assert weights == [1.0, 0.2]
+    assert logged["reward"] == pytest.approx(sum(mixture) / len(mixture), abs=1e-6)
