@@ -442,6 +442,31 @@ def test_mcp_tools_are_the_harness_tools_as_written_and_a_call_is_a_step(server:
     assert results[-1][0]["success"] and "reset" in after
 
 
+def test_served_env_answers_what_the_local_env_answers(server: Server) -> None:
+    """``ServedHarnessEnv`` (what TRL's rollout plays through) behind HarnessEnv's reset/step."""
+    from harness_gym.integrations.openenv_server import ServedHarnessEnv
+
+    harness = local_harness(HARNESSES["spec_perturbed"])
+    served = ServedHarnessEnv(server.url, "EnterText", harness)
+    local = make_env("EnterText", harness)
+    try:
+        for seed in (0, 5):
+            observation, info = local.reset(seed=seed)
+            assert served.reset(seed=seed) == (observation, json.loads(json.dumps(info, default=list)))
+            assert (served.system_prompt, served.examples) == (local.system_prompt, local.examples)
+            action, done = "not an action", False  # a reply that does not parse, then the oracle
+            while not done:
+                want = local.step(action)
+                assert served.step(action) == (*want[:4], json.loads(json.dumps(want[4], default=list)))
+                done = want[2] or want[3]
+                action = local.oracle_action() if not done else ""
+            assert want[1] == 1.0 and want[4]["success"]
+    finally:
+        served.close()
+    with pytest.raises(ValueError, match="native tool channel"):
+        ServedHarnessEnv(server.url, "EnterText", PRESETS["JsonNative"])
+
+
 @pytest.mark.llm
 def test_trl_grpo_step_with_rollouts_over_the_wire(server: Server, tmp_path: Path) -> None:
     """One GRPO step of the embedded model (TRL's ``rollout_func``) whose episodes are played by
@@ -480,11 +505,11 @@ def test_trl_grpo_step_with_rollouts_over_the_wire(server: Server, tmp_path: Pat
             self.outcomes.extend(outcomes)
             return rollout_dict(outcomes)
 
-    harness = PRESETS["ToolsPython"]
+    harness = PRESETS["ToolsPython"].replace(step_budget=1)  # one reply per episode: a short step on CPU
     rows = build_rows("ClickButton", [harness], [0], "within", group_size=2)
     path = model_path("llm")
     tokenizer = load_tokenizer(path)
-    config = RolloutConfig(max_reply_tokens=24, temperature=1.0)
+    config = RolloutConfig(max_reply_tokens=16, temperature=1.0)
     rollout = RecordingRollout(rows, tokenizer, config, pool=EnvPool(make=over_the_wire))
     funcs, weights = reward_functions()
     args = GRPOConfig(
