@@ -177,26 +177,18 @@ def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: s
         check_episode(play_sync(client, task, harness, 2), task, harness, 2)
 
 
-@pytest.fixture(scope="module")
-def browser_session() -> Iterator[object]:
-    from harness_gym.envs.browser.browser import BrowserSession, check_requirements
-
-    check_requirements()  # fails with the install command when Chromium or Playwright is missing
-    shared = BrowserSession()
-    yield shared
-    shared.close()
-
-
 @pytest.mark.parametrize("task", BROWSER_TASKS)
 @pytest.mark.parametrize("name", ["Json", "BundleXml", "by_id"])
-def test_browser_oracle_over_the_wire_equals_in_process(
-    server: Server, browser_session: object, task: str, name: str
-) -> None:
+def test_browser_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
     """The server's Chromium and this process's build the same MiniWoB instance and episode."""
+    from harness_gym.envs.browser.browser import check_requirements
     from harness_gym.envs.browser.env import make_browser_env
 
+    check_requirements()  # fails with the install command when Chromium or Playwright is missing
     harness = HARNESSES.get(name, name)
-    local = make_browser_env(task, local_harness(harness), session=browser_session)
+    # A browser of its own, closed at the end: Playwright's sync API runs an event loop in this
+    # thread while a browser is open, and the async tests below need none running.
+    local = make_browser_env(task, local_harness(harness))
     try:
         with HarnessGymClient(base_url=server.url).sync() as client:
             for seed in (0, 3):
