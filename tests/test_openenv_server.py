@@ -75,7 +75,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS]
+    tasks = ["ClickButton", "EnterText", *TERMINAL_TASKS, *BROWSER_TASKS]
     s = Server(*[a for t in tasks for a in ("--task", t)], "--max-sessions", "2", "--session-timeout", "0")
     yield s
     s.stop()
@@ -94,6 +94,8 @@ HARNESSES = {
 
 #: Terminal tasks run in the bubblewrap sandbox, behind the server as in process.
 TERMINAL_TASKS = ["TermSortUnique", "TermGitCommit"]
+#: Real MiniWoB++ tasks in headless Chromium (Playwright), on the server as in process.
+BROWSER_TASKS = ["BrowserEnterText", "BrowserLoginUser"]
 
 
 def terminal_harnesses() -> dict[str, object]:
@@ -173,6 +175,48 @@ def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: s
     harness = terminal_harnesses()[name]
     with HarnessGymClient(base_url=server.url).sync() as client:
         check_episode(play_sync(client, task, harness, 2), task, harness, 2)
+
+
+@pytest.mark.parametrize("task", BROWSER_TASKS)
+@pytest.mark.parametrize("name", ["Json", "BundleXml", "by_id"])
+def test_browser_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
+    """The server's Chromium and this process's build the same MiniWoB instance and episode."""
+    from harness_gym.envs.browser.browser import check_requirements
+    from harness_gym.envs.browser.env import make_browser_env
+
+    check_requirements()  # fails with the install command when Chromium or Playwright is missing
+    harness = HARNESSES.get(name, name)
+    # A browser of its own, closed at the end: Playwright's sync API runs an event loop in this
+    # thread while a browser is open, and the async tests below need none running.
+    local = make_browser_env(task, local_harness(harness))
+    try:
+        with HarnessGymClient(base_url=server.url).sync() as client:
+            for seed in (0, 3):
+                observation, info = local.reset(seed=seed)
+                result = client.reset(seed=seed, task=task, harness=harness)
+                got = result.observation
+                assert (got.text, got.state_digest, got.harness_id) == (
+                    observation,
+                    info["state_digest"],
+                    info["harness_id"],
+                )
+                assert got.info["system_prompt"] == info["system_prompt"]
+                assert got.info["tools"] == info["tools"]
+                while not result.done:
+                    action = local.oracle_action()  # the agent's side: the oracle of its own copy
+                    observation, reward, terminated, truncated, info = local.step(action)
+                    result = client.step(HarnessAction(text=action))
+                    got = result.observation
+                    assert (got.text, got.state_digest, result.reward, result.done) == (
+                        observation,
+                        info["state_digest"],
+                        reward,
+                        terminated or truncated,
+                    )
+                    assert got.info == json.loads(json.dumps(info, default=list))
+                assert got.success and info["success"] and result.reward == 1.0
+    finally:
+        local.close()
 
 
 def test_oracle_over_the_wire_equals_in_process_async(server: Server) -> None:
@@ -388,3 +432,126 @@ def test_mcp_tools_are_the_harness_tools_as_written_and_a_call_is_a_step(server:
         assert got["text"] == observation and got["reward"] == reward
         assert got["done"] == (terminated or truncated) and got["success"] == step_info["success"]
     assert results[-1][0]["success"] and "reset" in after
+
+
+def test_served_env_answers_what_the_local_env_answers(server: Server) -> None:
+    """``ServedHarnessEnv`` (what TRL's rollout plays through) behind HarnessEnv's reset/step."""
+    from harness_gym.integrations.openenv_server import ServedHarnessEnv
+
+    harness = local_harness(HARNESSES["spec_perturbed"])
+    served = ServedHarnessEnv(server.url, "EnterText", harness)
+    local = make_env("EnterText", harness)
+    try:
+        for seed in (0, 5):
+            observation, info = local.reset(seed=seed)
+            assert served.reset(seed=seed) == (observation, json.loads(json.dumps(info, default=list)))
+            assert (served.system_prompt, served.examples) == (local.system_prompt, local.examples)
+            action, done = "not an action", False  # a reply that does not parse, then the oracle
+            while not done:
+                want = local.step(action)
+                assert served.step(action) == (*want[:4], json.loads(json.dumps(want[4], default=list)))
+                done = want[2] or want[3]
+                action = local.oracle_action() if not done else ""
+            assert want[1] == 1.0 and want[4]["success"]
+    finally:
+        served.close()
+    with pytest.raises(ValueError, match="native tool channel"):
+        ServedHarnessEnv(server.url, "EnterText", PRESETS["JsonNative"])
+
+
+@pytest.mark.llm
+def test_trl_grpo_step_with_rollouts_over_the_wire(server: Server, tmp_path: Path) -> None:
+    """One GRPO step of the embedded model (TRL's ``rollout_func``) whose episodes are played by
+    the served env over openenv's WebSocket client; each equals an in-process episode fed the same
+    replies, and TRL's logged reward is the mean of the served episodes' returns."""
+    pytest.importorskip("trl")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from harness_gym.integrations.openenv_server import ServedHarnessEnv
+    from harness_gym.train.grpo_lm import load_tokenizer, model_path
+    from harness_gym.train.lm_dataset import build_dataset, build_rows
+    from harness_gym.train.lm_rewards import reward_functions
+    from harness_gym.train.lm_rollout import (
+        EnvPool,
+        HarnessRollout,
+        RolloutConfig,
+        _messages,
+        play_episodes,
+        rollout_dict,
+    )
+
+    torch.set_num_threads(2)
+    served: list[ServedHarnessEnv] = []
+
+    def over_the_wire(task: str, harness: Harness) -> ServedHarnessEnv:
+        served.append(ServedHarnessEnv(server.url, task, harness))
+        return served[-1]
+
+    class RecordingRollout(HarnessRollout):
+        outcomes: list = []
+
+        def run(self, prompts, generate):  # noqa: ANN001, ANN201
+            outcomes = play_episodes(self.jobs(prompts), self.chat, generate, self.config, self.pool)
+            self.outcomes.extend(outcomes)
+            return rollout_dict(outcomes)
+
+    harness = PRESETS["ToolsPython"].replace(step_budget=1)  # one reply per episode: a short step on CPU
+    rows = build_rows("ClickButton", [harness], [0], "within", group_size=2)
+    path = model_path("llm")
+    tokenizer = load_tokenizer(path)
+    config = RolloutConfig(max_reply_tokens=16, temperature=1.0)
+    rollout = RecordingRollout(rows, tokenizer, config, pool=EnvPool(make=over_the_wire))
+    funcs, weights = reward_functions()
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trainer"),
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        num_generations=2,
+        max_steps=1,
+        learning_rate=1e-5,
+        beta=0.0,
+        seed=0,
+        max_completion_length=config.max_reply_tokens,
+        reward_weights=weights,
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        model_init_kwargs={"dtype": torch.float32},
+    )
+    trainer = GRPOTrainer(
+        model=str(path),
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=build_dataset(rows),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
+    try:
+        trainer.train()
+    finally:
+        rollout.pool.close()
+    assert trainer.state.global_step == 1
+    assert len(rollout.outcomes) == 2 and served  # both episodes went over the wire
+    for outcome in rollout.outcomes:
+        env = make_env("ClickButton", harness)
+        observation, info = env.reset(seed=outcome.seed)
+        # The prompt the model was trained on is the harness's chat, as rendered in process.
+        assert outcome.tokens.prompt_ids == rollout.chat.prompt_ids(_messages(env, observation, []), None)
+        total = 0.0
+        for reply in outcome.replies:
+            _, reward, terminated, truncated, info = env.step(reply)
+            total += reward
+            if terminated or truncated:
+                break
+        assert outcome.episode_return == pytest.approx(total)
+        assert outcome.success == bool(info["success"]) and outcome.harness_id == harness.id
+    # TRL's logged reward: the default mixture (return, 0.2 x valid-action share) of the served episodes.
+    logged = next(log for log in trainer.state.log_history if "reward" in log)
+    mixture = [o.episode_return + 0.2 * o.valid_action_rate for o in rollout.outcomes]
+    assert weights == [1.0, 0.2]
+    assert logged["reward"] == pytest.approx(sum(mixture) / len(mixture), abs=1e-6)

@@ -1,5 +1,6 @@
 """The protocols other trainers speak: trajectory export for SFT (:mod:`.export`), an
-OpenEnv-compatible environment server (:mod:`.openenv_server`, extra ``openenv``) and a
+OpenEnv-compatible environment server (:mod:`.openenv_server`, extra ``openenv``), a verifiers
+taskset (:mod:`.verifiers_env`, extra ``verifiers``: ``vf-eval harness-gym-verifiers``) and a
 registered skyrl-gym text env with its dataset rows (:mod:`.skyrl`, extra ``skyrl``).
 
 Each route reuses the package's own rendering (the env's observations, the harness's system

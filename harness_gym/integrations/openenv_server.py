@@ -13,7 +13,9 @@ session used before) and the ``seed``. An action is the agent's output text
 (:class:`HarnessAction`), exactly what ``HarnessEnv.step`` takes; an observation
 (:class:`HarnessObservation`) is the text the harness rendered plus the harness id, the
 task-state digest, success and the env's ``info`` (on reset also the system prompt, tools and
-worked examples). :class:`HarnessGymClient` is an ``openenv`` ``EnvClient`` for it.
+worked examples). :class:`HarnessGymClient` is an ``openenv`` ``EnvClient`` for it, and
+:class:`ServedHarnessEnv` puts one of its sessions behind ``HarnessEnv``'s ``reset`` / ``step``
+(so TRL's rollout, :class:`harness_gym.train.lm_rollout.HarnessRollout`, plays over the wire).
 
     harness-gym serve --task ClickButton --harness Json --port 8000
 """
@@ -299,3 +301,48 @@ class HarnessGymClient(EnvClient[HarnessAction, HarnessObservation, HarnessState
 
     def _parse_state(self, payload: dict[str, Any]) -> HarnessState:
         return HarnessState(**payload)
+
+
+class ServedHarnessEnv:
+    """One WebSocket session of a served env, behind :class:`HarnessEnv`'s ``reset`` / ``step``.
+
+    For code written against a local env, such as TRL's rollout: ``EnvPool(make=lambda task,
+    harness: ServedHarnessEnv(url, task, harness))`` plays every training episode on the server.
+    ``reset`` / ``step`` answer what the server's env answered (its observation text, reward,
+    terminated / truncated, ``info``); the system prompt and worked examples come from the last
+    reset's ``info``. Text channel only: a native-channel harness needs the local toolbox.
+    """
+
+    def __init__(self, base_url: str, task: str, harness: Harness) -> None:
+        if harness.tool_channel == "native":
+            raise ValueError(
+                f"harness {harness.id} uses the native tool channel: over the wire the action is text "
+                "in the harness's syntax; use a text-channel harness"
+            )
+        self.task, self.harness, self.base_harness = task, harness, harness
+        self.system_prompt, self.examples = "", []
+        self.info: dict[str, Any] = {}
+        self._client = HarnessGymClient(base_url=base_url).sync()
+        self._client.connect()
+
+    @property
+    def bound(self) -> Any:
+        raise AttributeError("a served env has no local toolbox (native tool calls need one)")
+
+    def reset(self, seed: int | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
+        result = self._client.reset(seed=seed, task=self.task, harness=self.harness.to_dict())
+        self.info = result.observation.info
+        self.system_prompt = self.info["system_prompt"]
+        self.examples = list(self.info.get("examples", []))
+        return result.observation.text, self.info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        result = self._client.step(HarnessAction(text=action))
+        observation = result.observation
+        self.info = observation.info
+        truncated = bool(observation.truncated)
+        terminated = bool(result.done) and not truncated
+        return observation.text, float(result.reward or 0.0), terminated, truncated, self.info
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,28 @@
+"""verifiers' environment module for harness-gym: ``vf-eval harness-gym-verifiers``.
+
+verifiers imports a taskset by a top-level module name (``harness-gym-verifiers`` ->
+``harness_gym_verifiers``), so this module only re-exports
+:mod:`harness_gym.integrations.verifiers_env`, where everything lives.
+"""
+
+from harness_gym.integrations.verifiers_env import (
+    HarnessGymChat,
+    HarnessGymData,
+    HarnessGymEnv,
+    HarnessGymEnvConfig,
+    HarnessGymTask,
+    HarnessGymTaskset,
+    HarnessGymTasksetConfig,
+    load_environment,
+)
+
+__all__ = [
+    "HarnessGymChat",
+    "HarnessGymData",
+    "HarnessGymEnv",
+    "HarnessGymEnvConfig",
+    "HarnessGymTask",
+    "HarnessGymTaskset",
+    "HarnessGymTasksetConfig",
+    "load_environment",
+]
