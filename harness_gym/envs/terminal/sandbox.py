@@ -62,6 +62,8 @@ RUNNER_IN_SANDBOX = "/opt/harness-gym/runner.py"
 LIMITS_IN_SANDBOX = "/opt/harness-gym/command-limits.sh"
 #: Where the episode directory and home appear inside the sandbox.
 APP = "/app"
+#: Variables of the agent's environment that a task's own (``Sandbox(env=...)``) never replaces.
+FIXED_AGENT_ENV = ("HOME", "USER", "LOGNAME", "BASH_ENV")
 HOME = "/home/agent"
 SYSTEM_PYTHON = "/usr/bin/python3"
 #: Host uids used for sandboxes when harness-gym runs as root (one per host process, 4000 of
@@ -474,9 +476,13 @@ class Sandbox:
         root: Path,
         limits: SandboxLimits | None = None,
         binds: tuple[tuple[Path, str, bool], ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         require_bwrap()
         self.root = Path(root)
+        #: Variables every command of the agent sees besides the sandbox's own (e.g. a
+        #: Dockerfile's ``ENV``); the ones of :data:`FIXED_AGENT_ENV` are never replaced.
+        self.extra_env = {k: v for k, v in (env or {}).items() if k not in FIXED_AGENT_ENV}
         self.app = self.root / "app"
         self.home = self.root / "home"
         self.limits = limits or SandboxLimits()
@@ -558,6 +564,7 @@ class Sandbox:
             "GIT_CONFIG_NOSYSTEM": "1",
             "BASH_ENV": LIMITS_IN_SANDBOX,
         }
+        env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV}}
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code_fd = _data_fd(runner_code())

@@ -229,6 +229,11 @@ class TerminalTask(Task):
         """Fresh randomness drawn at verify time: inputs no agent can have seen or memorized."""
         return np.random.default_rng(secrets.randbits(128))
 
+    def make_sandbox(self, root: Path) -> Sandbox:
+        """The episode's sandbox over the episode directory ``root`` (a subclass may add
+        mounts or variables, e.g. a Harbor task's ``/solution`` and ``ENV``)."""
+        return Sandbox(root, self.limits)
+
     def after_setup(self) -> None:
         """Record what set-up made that the verifier needs (``self.baseline``); default none."""
 
@@ -249,7 +254,7 @@ class TerminalTask(Task):
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-        self._sandbox = Sandbox(self._root, self.limits)
+        self._sandbox = self.make_sandbox(self._root)
         for command in self.setup:
             res = self._sandbox.run(command, persistent=False, timeout=30)
             if res.exit_code != 0:
