@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.envs.terminal.backends import ExecutionBackend, open_backend
 from harness_gym.envs.terminal.sandbox import (
     CommandResult,
-    Sandbox,
     SandboxLimits,
     copy_tree,
     make_episode_dir,
@@ -77,12 +77,18 @@ class TerminalTask(Task):
     family: ClassVar[str | None] = "terminal"
     #: Per-command limits (subclasses may relax the timeout, e.g. for git-heavy set-ups).
     limits: ClassVar[SandboxLimits] = SandboxLimits()
+    #: Where episodes run (:mod:`harness_gym.envs.terminal.backends`): ``"bwrap"`` or a factory.
+    backend: ClassVar[Any] = "bwrap"
+    #: A built root file system the sandbox runs over instead of the host's system (``None``:
+    #: the host's), and variables every command gets (a Dockerfile's ``ENV``).
+    rootfs_path: ClassVar[Path | None] = None
+    sandbox_env: ClassVar[dict[str, str]] = {}
 
     def __init__(self, shell: str = "fresh") -> None:
         require_bwrap()
         self.shell = shell
         self._root: Path | None = None
-        self._sandbox: Sandbox | None = None
+        self._sandbox: ExecutionBackend | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -249,7 +255,9 @@ class TerminalTask(Task):
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-        self._sandbox = Sandbox(self._root, self.limits)
+        self._sandbox = open_backend(
+            self.backend, self._root, self.limits, rootfs=self.rootfs_path, env=self.sandbox_env
+        )
         for command in self.setup:
             res = self._sandbox.run(command, persistent=False, timeout=30)
             if res.exit_code != 0:
