@@ -62,6 +62,8 @@ RUNNER_IN_SANDBOX = "/opt/harness-gym/runner.py"
 LIMITS_IN_SANDBOX = "/opt/harness-gym/command-limits.sh"
 #: Where the episode directory and home appear inside the sandbox.
 APP = "/app"
+#: Variables of the agent's environment that a task's own (``Sandbox(env=...)``) never replaces.
+FIXED_AGENT_ENV = ("HOME", "USER", "LOGNAME", "BASH_ENV")
 HOME = "/home/agent"
 SYSTEM_PYTHON = "/usr/bin/python3"
 #: Host uids used for sandboxes when harness-gym runs as root (one per host process, 4000 of
@@ -538,8 +540,8 @@ class Sandbox:
         root: Path,
         limits: SandboxLimits | None = None,
         binds: tuple[tuple[Path, str, bool], ...] = (),
-        rootfs: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
+        rootfs: str | os.PathLike[str] | None = None,
     ) -> None:
         require_bwrap()
         #: The system the sandbox runs over: a built root file system (read-only), or the host's.
@@ -548,10 +550,10 @@ class Sandbox:
             problem = rootfs_problem(self.rootfs, sandbox_uid())
             if problem is not None:
                 raise SandboxUnavailable(problem)
-        #: Variables every agent command gets on top of the sandbox's own (e.g. a Dockerfile's
-        #: ``ENV``); ``BASH_ENV`` stays the sandbox's.
-        self.env = dict(env or {})
         self.root = Path(root)
+        #: Variables every command of the agent sees besides the sandbox's own (e.g. a
+        #: Dockerfile's ``ENV``); the ones of :data:`FIXED_AGENT_ENV` are never replaced.
+        self.extra_env = {k: v for k, v in (env or {}).items() if k not in FIXED_AGENT_ENV}
         self.app = self.root / "app"
         self.home = self.root / "home"
         self.limits = limits or SandboxLimits()
@@ -632,8 +634,7 @@ class Sandbox:
             "PYTHONDONTWRITEBYTECODE": "1",
             "GIT_CONFIG_NOSYSTEM": "1",
         }
-        env.update(self.env)
-        env["BASH_ENV"] = LIMITS_IN_SANDBOX
+        env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV}}
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code_fd = _data_fd(runner_code())
@@ -944,7 +945,7 @@ class Sandbox:
         for host, target, writable in binds:
             args += ["--bind" if writable else "--ro-bind", str(host), target]
         args += ["--dir", VERIFIER_ENV["HOME"], "--chdir", cwd]
-        merged = {**VERIFIER_ENV, **self.env, **(env or {})}
+        merged = {**VERIFIER_ENV, **self.extra_env, **(env or {})}
         merged.update({k: v for k, v in VERIFIER_ENV.items() if k in VERIFIER_FIXED or k.startswith("GIT_")})
         for key, value in merged.items():
             args += ["--setenv", key, value]

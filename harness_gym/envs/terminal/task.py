@@ -79,10 +79,6 @@ class TerminalTask(Task):
     limits: ClassVar[SandboxLimits] = SandboxLimits()
     #: Where episodes run (:mod:`harness_gym.envs.terminal.backends`): ``"bwrap"`` or a factory.
     backend: ClassVar[Any] = "bwrap"
-    #: A built root file system the sandbox runs over instead of the host's system (``None``:
-    #: the host's), and variables every command gets (a Dockerfile's ``ENV``).
-    rootfs_path: ClassVar[Path | None] = None
-    sandbox_env: ClassVar[dict[str, str]] = {}
 
     def __init__(self, shell: str = "fresh") -> None:
         require_bwrap()
@@ -235,6 +231,11 @@ class TerminalTask(Task):
         """Fresh randomness drawn at verify time: inputs no agent can have seen or memorized."""
         return np.random.default_rng(secrets.randbits(128))
 
+    def make_sandbox(self, root: Path) -> ExecutionBackend:
+        """The episode's sandbox over the episode directory ``root``, from :attr:`backend`
+        (a subclass may add mounts or variables, e.g. a Harbor task's ``/solution`` and ``ENV``)."""
+        return open_backend(self.backend, root, self.limits)
+
     def after_setup(self) -> None:
         """Record what set-up made that the verifier needs (``self.baseline``); default none."""
 
@@ -255,9 +256,7 @@ class TerminalTask(Task):
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-        self._sandbox = open_backend(
-            self.backend, self._root, self.limits, rootfs=self.rootfs_path, env=self.sandbox_env
-        )
+        self._sandbox = self.make_sandbox(self._root)
         for command in self.setup:
             res = self._sandbox.run(command, persistent=False, timeout=30)
             if res.exit_code != 0:
