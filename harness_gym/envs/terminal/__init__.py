@@ -9,10 +9,11 @@ raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``doc
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harness_gym.core.registry import register_family
-from harness_gym.envs.terminal.catalog import TASK_CLASSES
+from harness_gym.envs.terminal.catalog import HARBOR_ENTRY_POINT, HARBOR_ENV_ID, TASK_CLASSES
 from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 
@@ -43,9 +44,18 @@ def register(add_to_task_registry: bool = False) -> list[str]:
         tasks: Any = TERMINAL_TASKS
     else:
         tasks = TASK_CLASSES
-    return register_family(
+    ids = register_family(
         tasks, ENTRY_POINT, add_to_task_registry, family=FAMILY, presets=TERMINAL_PRESET_INFO
     )
+    import gymnasium as gym
+
+    if HARBOR_ENV_ID not in gym.registry:
+        gym.register(id=HARBOR_ENV_ID, entry_point=HARBOR_ENTRY_POINT, disable_env_checker=True)
+    if os.environ.get("HARNESS_GYM_HARBOR_DIRS"):  # folders a parent process registered
+        from harness_gym.envs.terminal.harbor import register_remembered_folders
+
+        ids += register_remembered_folders()
+    return ids
 
 
 def __getattr__(name: str) -> Any:
