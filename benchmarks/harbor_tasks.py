@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None, help="write the per-task results here")
     args = parser.parse_args(argv)
-    presets = [p for p in args.presets.split(",") if p]
+    presets = list(dict.fromkeys(p for p in args.presets.split(",") if p))
 
     folders = [f for root in args.folders for f in find_task_folders(root)]
     loaded, rejected, examples = [], collections.Counter(), {}
@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         except UnsupportedHarborTask as err:
             rejected[err.kind] += 1
             examples.setdefault(err.kind, str(err))
+        except Exception as err:  # noqa: BLE001 - a loader bug: counted apart, never hidden
+            rejected["loader-error"] += 1
+            examples.setdefault("loader-error", f"{folder}: {type(err).__name__}: {err}")
     load_seconds = time.monotonic() - start
     print(f"folders tried   {len(folders):6d}")
     print(f"loaded          {len(loaded):6d}  ({_pct(len(loaded), len(folders))})   in {load_seconds:.1f} s")

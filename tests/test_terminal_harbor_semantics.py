@@ -5,6 +5,7 @@ and the Dockerfile parser and the reward reader on the bad inputs each rule name
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,51 @@ def test_shell_commands_take_command_positions_only() -> None:
         "DEBIAN_FRONTEND=noninteractive sudo apt-get install -y x | tee log; if true; then pip list; fi"
     )
     assert [c[0] for c in df.shell_commands(script)] == ["mkdir", "cd", "apt-get", "tee", "true", "pip", "fi"]
+
+
+# -- Gymnasium ids and sweeps over a folder --------------------------------------------------
+
+
+@needs_bwrap
+def test_gym_make_takes_a_task_folder() -> None:
+    import gymnasium as gym
+
+    import harness_gym  # noqa: F401 - registers harness_gym/Harbor-v0
+
+    env = gym.make("harness_gym/Harbor-v0", task_dir=str(FIXTURES / "env-lines"), harness="TerminusStyle")
+    try:
+        _, info = env.reset(seed=0)
+        assert info["task_id"] == "HarborEnvLines"
+        for _ in range(3):
+            _, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
+            if terminated:
+                break
+        assert reward == 1.0 and info["success"]
+    finally:
+        env.close()
+
+
+def test_a_folder_of_tasks_is_a_sweep_task_list_and_workers_find_its_ids(monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    from harness_gym.analysis.sweep_spec import SweepError, resolve_tasks
+    from harness_gym.core.registry import FAMILY_TASKS
+    from harness_gym.envs.terminal.harbor import HARBOR_DIRS_VARIABLE
+
+    monkeypatch.delenv(HARBOR_DIRS_VARIABLE, raising=False)
+    ids = resolve_tasks([str(FIXTURES)])
+    assert sorted(ids) == sorted(f"Harbor{''.join(p.title() for p in n.split('-'))}" for n in NAMES)
+    assert all(i in FAMILY_TASKS for i in ids)
+    code = (
+        "import gymnasium as gym, harness_gym\n"
+        "from harness_gym.core.registry import get_task\n"
+        "print(get_task('HarborEnvLines').folder.name,\n"
+        "      'harness_gym/HarborEnvLines-TerminusStyle-v0' in gym.registry)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=120
+    )
+    assert done.stdout.split() == ["env-lines", "True"], done.stderr[-2000:]
+    with pytest.raises(SweepError, match="no Harbor task folder there loads"):
+        resolve_tasks([str(FIXTURES / "env-lines" / "environment")])

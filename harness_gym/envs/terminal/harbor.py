@@ -1106,6 +1106,44 @@ def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
     variables: dict[str, str] = {"PATH": df.DEFAULT_PATH}
     current = "/"
     steps: list[Any] = []
+    try:
+        _convert(plan, env_dir, patterns, variables, current, steps)
+    except df.DockerfileError as err:
+        raise UnsupportedHarborTask(f"{where}: {err}", "dockerfile") from None
+    if workdir != "/" and workdir != "/app" and not workdir.startswith("/app/"):
+        # The episode's one writable folder is /app: the image's working directory becomes a
+        # link to it, holding what the build left there.
+        quoted = shlex.quote(workdir)
+        steps.append(
+            rootfs.BuildStep(
+                "RUN",
+                (
+                    f"set -e; mkdir -p /app; if [ -d {quoted} ] && [ ! -L {quoted} ]; then "
+                    f"cp -a {quoted}/. /app/ && rm -rf {quoted}; fi; "
+                    f"mkdir -p $(dirname {quoted}); ln -sfn /app {quoted}",
+                ),
+                0,
+                f"(harness-gym) WORKDIR {workdir} -> /app",
+            )
+        )
+    try:
+        rootfs.check_buildable(plan.base_image, steps, env_dir)
+    except rootfs.Unbuildable as err:
+        raise UnsupportedHarborTask(f"{where}: {err.reason}", "unbuildable") from None
+    return tuple(steps)
+
+
+def _convert(
+    plan: ImagePlan,
+    env_dir: Path,
+    patterns: list[tuple[bool, re.Pattern[str]]],
+    variables: dict[str, str],
+    current: str,
+    steps: list[Any],
+) -> None:
+    """Append the build steps of ``plan``'s instructions to ``steps``."""
+    from harness_gym.envs.terminal import rootfs
+
     for ins in plan.instructions:
         shown = f"{ins.kind} {ins.args}"[:300]
 
@@ -1128,27 +1166,6 @@ def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
             step("RUN", _run_script(ins))
         elif ins.kind in ("COPY", "ADD"):
             _copy_steps(env_dir, ins, patterns, variables, current, step, len(steps))
-    if workdir != "/" and workdir != "/app" and not workdir.startswith("/app/"):
-        # The episode's one writable folder is /app: the image's working directory becomes a
-        # link to it, holding what the build left there.
-        quoted = shlex.quote(workdir)
-        steps.append(
-            rootfs.BuildStep(
-                "RUN",
-                (
-                    f"set -e; mkdir -p /app; if [ -d {quoted} ] && [ ! -L {quoted} ]; then "
-                    f"cp -a {quoted}/. /app/ && rm -rf {quoted}; fi; "
-                    f"mkdir -p $(dirname {quoted}); ln -sfn /app {quoted}",
-                ),
-                0,
-                f"(harness-gym) WORKDIR {workdir} -> /app",
-            )
-        )
-    try:
-        rootfs.check_buildable(plan.base_image, steps, env_dir)
-    except rootfs.Unbuildable as err:
-        raise UnsupportedHarborTask(f"{where}: {err.reason}", "unbuildable") from None
-    return tuple(steps)
 
 
 def _run_script(ins: df.Instruction) -> str:
