@@ -46,6 +46,7 @@ import re
 import shlex
 import shutil
 import stat
+import sys
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -135,6 +136,12 @@ class HarborStep:
     verifier_timeout: float = DEFAULT_VERIFIER_SECONDS
     verifier_env: dict[str, str] = field(default_factory=dict)
     min_reward: float | dict[str, float] | None = None
+    #: Content digest of ``solution`` (names the oracle's command).
+    solution_digest: str = ""
+
+    def __post_init__(self) -> None:
+        if self.solution is not None and not self.solution_digest:
+            object.__setattr__(self, "solution_digest", _digest(self.solution))
 
 
 @dataclass
@@ -400,7 +407,7 @@ class HarborTask(TerminalTask):
         return Sandbox(root, self.limits, binds=binds, rootfs=built.path, env={**built.env, **self.image_env})
 
     @classmethod
-    def build_rootfs(cls, progress: bool = False) -> Any:
+    def build_rootfs(cls, progress: bool | None = None) -> Any:
         """The root file system of this task's Dockerfile (built once, then from the cache of
         :func:`~harness_gym.envs.terminal.rootfs.build_rootfs`); ``None`` when the task needs
         none. A failing build raises ``BuildFailed`` naming the Dockerfile line."""
@@ -409,6 +416,8 @@ class HarborTask(TerminalTask):
         if cls.built is None:
             from harness_gym.envs.terminal import rootfs
 
+            if progress is None:  # a bar where someone watches (a first reset can take minutes)
+                progress = sys.stderr.isatty()
             cls.built = rootfs.build_rootfs(
                 cls.plan.base_image, cls.build_steps, cls.folder / "environment", progress=progress
             )
@@ -426,7 +435,7 @@ class HarborTask(TerminalTask):
             return "true  # this task has no solution/solve.sh"
         variables = {"DEBIAN_FRONTEND": "noninteractive", **self.solution_env}
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items())
-        return f"env {assigns} bash /solution/solve.sh  # harbor oracle {_digest(step.solution)}"
+        return f"env {assigns} bash /solution/solve.sh  # harbor oracle {step.solution_digest}"
 
     def step(self, action: Action) -> StepResult:
         if self.done or self._sandbox is None:
