@@ -153,8 +153,9 @@ class BuildStep:
     """One Dockerfile step: ``kind`` (RUN, COPY, ENV, WORKDIR, USER) and its arguments.
 
     RUN: ``(shell command,)``; COPY: ``(source, ..., destination)`` with sources relative to
-    the build context (globs allowed); ENV: ``("KEY=VALUE", ...)`` with values unquoted
-    (``$VAR`` and ``${VAR}`` are expanded); WORKDIR: ``(path,)``; USER: ``(user[:group],)``.
+    the build context (globs allowed; ``--chown=U:G`` kept); ENV: ``("KEY=VALUE", ...)``;
+    WORKDIR: ``(path,)``; USER: ``(user[:group],)``. Arguments are taken as given: the
+    Dockerfile reader has already unquoted them and expanded ``$VAR`` (ENV, ARG).
     ``line`` is the Dockerfile line number and ``text`` the line as written (for errors)."""
 
     kind: str
@@ -761,34 +762,16 @@ def build_base(base: Base, cache: Path | None = None, logbook: _Log | None = Non
         return root
 
 
-def _expand(value: str, env: Mapping[str, str]) -> str:
-    """Docker's ``$VAR``, ``${VAR}``, ``${VAR:-default}`` and ``${VAR:+alt}`` in ENV values."""
-
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        op, word = m.group(3), m.group(4) or ""
-        have = env.get(name, "")
-        if op == ":-":
-            return have or word
-        if op == ":+":
-            return word if have else ""
-        return have
-
-    return re.sub(
-        r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\+)([^}]*))?\})", one, value
-    )
-
-
-def _env_pairs(step: BuildStep, env: Mapping[str, str]) -> list[tuple[str, str]]:
+def _env_pairs(step: BuildStep) -> list[tuple[str, str]]:
     out = []
     args = list(step.args)
     if len(args) >= 2 and "=" not in args[0]:  # the legacy form: ENV KEY value words
-        return [(args[0], _expand(" ".join(args[1:]), env))]
+        return [(args[0], " ".join(args[1:]))]
     for arg in args:
         key, sep, value = arg.partition("=")
         if not sep or not key:
             raise Unbuildable(f"{step.shown}: ENV needs KEY=VALUE")
-        out.append((key, _expand(value, {**env, **dict(out)})))
+        out.append((key, value))
     return out
 
 
@@ -835,13 +818,13 @@ class _Builder:
         if step.kind == "RUN":
             code = self.sandbox(step.args[0])
         elif step.kind == "ENV":
-            self.env.update(_env_pairs(step, self.env))
+            self.env.update(_env_pairs(step))
             code = 0
         elif step.kind == "WORKDIR":
-            self.workdir = _absolute(_expand(step.args[0], self.env), self.workdir)
+            self.workdir = _absolute(step.args[0], self.workdir)
             code = self.sandbox(f"mkdir -p -- {_quote(self.workdir)}", as_user=False)
         elif step.kind == "USER":
-            self.user = _expand(step.args[0], self.env)
+            self.user = step.args[0]
             try:
                 _setpriv_ids(self.root, self.user)
             except LookupError as err:
@@ -856,7 +839,7 @@ class _Builder:
         assert self.context is not None, "COPY needs a build context"
         sources = _copy_sources(step, self.context)
         dest = step.args[-1]
-        target = _absolute(_expand(dest, self.env), self.workdir)
+        target = _absolute(dest, self.workdir)
         into = dest.endswith("/") or len(sources) > 1
         lines = []
         for rel in sources:
