@@ -111,32 +111,88 @@ def _task(
 
 
 @pytest.mark.parametrize(
-    ("dockerfile", "toml", "extra", "reason"),
+    ("dockerfile", "toml", "extra", "reason", "kind"),
     [
-        ("FROM python:3.12\nRUN pip install numpy\n", None, {}, "uses 'pip'"),
-        ("FROM debian\nRUN curl -O https://x/y\n", None, {}, "uses 'curl'"),
-        ("FROM debian\nEXPOSE 8080\n", None, {}, "EXPOSE starts or serves a service"),
-        ('FROM debian\nCMD ["python3", "-m", "http.server"]\n', None, {}, "CMD starts or serves a service"),
-        ("FROM debian\nENV API_KEY=x\n", None, {}, "ENV sets variables"),
-        ("FROM debian\nUSER nobody\n", None, {}, "one agent user"),
-        ("FROM debian\nWORKDIR /src\n", None, {}, "working directory is /app"),
-        ("FROM debian\nCOPY a.txt /etc/a.txt\n", None, {"environment__a.txt": "x"}, "outside /app"),
-        ("FROM debian\nCOPY ../secret /app/\n", None, {}, "not a file of environment/"),
-        ("FROM debian\nADD https://example.com/x.tgz /app/\n", None, {}, "needs the network"),
-        ("FROM debian\nFROBNICATE\n", None, {}, "unknown Dockerfile instruction FROBNICATE"),
-        (None, None, {"environment__docker-compose.yaml": "services: {}\n"}, "defines services"),
-        (None, '[environment]\ndocker_image = "ghcr.io/x/y:1"\n', {}, "prebuilt docker_image"),
-        (None, "[environment]\ngpus = 1\n", {}, "GPU"),
-        (None, "version = \n", {}, "not valid TOML"),
+        (
+            "FROM python:3.12\nRUN pip install numpy\n",
+            None,
+            {},
+            "runs 'pip', which installs packages",
+            "needs-build",
+        ),
+        ("FROM python:3.12\nRUN python3 -m pip install x\n", None, {}, "runs 'pip'", "needs-build"),
+        ("FROM debian\nRUN curl -O https://x/y\n", None, {}, "runs 'curl', which fetches", "needs-build"),
+        ("FROM debian\nRUN cd /tmp && git clone https://x/y\n", None, {}, "'git clone'", "needs-build"),
+        ("FROM debian\nRUN service postgresql start\n", None, {}, "starts a service", "needs-build"),
+        (
+            "FROM debian\nRUN frobnicate --all\n",
+            None,
+            {},
+            "'frobnicate', which the host's base",
+            "needs-build",
+        ),
+        (
+            'FROM debian\nENTRYPOINT ["python3", "server.py"]\n',
+            None,
+            {},
+            "ENTRYPOINT python3 wraps",
+            "service",
+        ),
+        (
+            "FROM debian\nHEALTHCHECK CMD curl -f localhost\n",
+            None,
+            {},
+            "HEALTHCHECK is for a service",
+            "service",
+        ),
+        ("FROM debian\nWORKDIR /src\n", None, {}, "works in /app", "needs-build"),
+        (
+            "FROM debian\nCOPY a.txt /etc/a.txt\n",
+            None,
+            {"environment__a.txt": "x"},
+            "outside /app",
+            "needs-build",
+        ),
+        ("FROM debian\nCOPY ../secret /app/\n", None, {}, "outside the build context", "dockerfile"),
+        ("FROM debian\nCOPY *.nothing /app/\n", None, {}, "no such file in the build context", "dockerfile"),
+        ("FROM debian\nADD https://example.com/x.tgz /app/\n", None, {}, "needs the network", "network"),
+        (
+            "FROM gcc AS b\nRUN true\nFROM debian\nCOPY --from=b /x /app/\n",
+            None,
+            {},
+            "multi-stage",
+            "multi-stage",
+        ),
+        ("FROM debian\nFROBNICATE\n", None, {}, "unknown Dockerfile instruction FROBNICATE", "dockerfile"),
+        ("FROM debian\nRUN <<EOF\necho never closed\n", None, {}, "never closed", "dockerfile"),
+        (None, None, {"environment__docker-compose.yaml": "services: {}\n"}, "defines services", "service"),
+        (
+            None,
+            '[environment]\ndocker_image = "ghcr.io/x/y:1"\n',
+            {},
+            "prebuilt docker_image",
+            "registry-image",
+        ),
+        (None, "[environment]\ngpus = 1\n", {}, "GPU", "gpu"),
+        (None, '[environment]\nos = "windows"\n', {}, "targets windows", "windows"),
+        (None, "[environment.healthcheck]\ncommand = 'true'\n", {}, "healthcheck", "service"),
+        (
+            None,
+            '[verifier.env]\nKEY = "${ANTHROPIC_API_KEY}"\n',
+            {},
+            "host variable ${ANTHROPIC_API_KEY}",
+            "host-variable",
+        ),
+        (None, "version = \n", {}, "not valid TOML", "bad-toml"),
     ],
 )
 def test_unsupported_environments_are_rejected_with_a_reason(
-    tmp_path, dockerfile, toml, extra, reason
+    tmp_path, dockerfile, toml, extra, reason, kind
 ) -> None:
     folder = _task(tmp_path, dockerfile, toml or 'version = "1.0"\n', **extra)
     with pytest.raises(UnsupportedHarborTask) as err:
         load_harbor_task(folder)
-    assert reason in str(err.value)
+    assert reason in str(err.value) and err.value.kind == kind, (str(err.value), err.value.kind)
 
 
 def test_missing_files_are_named(tmp_path) -> None:

@@ -360,8 +360,10 @@ class HarborTask(TerminalTask):
             return StepResult(0.0, False, False, "")
         total = self._trial_reward()
         ok = total is not None and total >= 1.0
+        if not ok and not last and gate is not None:
+            why = f"step {step.name!r}: {gate}, so the remaining steps are not run; {why}"
         if not ok and not why:
-            why = f"reward {total}" + (f" (step {step.name!r}: {gate})" if gate else "")
+            why = f"reward {total}"
         self.done, self.succeeded, self.verdict = True, ok, "" if ok else why
         self.last = {"kind": "submit", "ok": ok, "text": "submitted"}
         record.update(success=ok, verdict=self.verdict, reward=total)
