@@ -406,3 +406,14 @@ def test_a_sandbox_refuses_a_root_without_its_runner_or_mount_points(tmp_path: P
     locked.mkdir(mode=0o700)
     os.rename(bare, locked / "bare")
     assert "cannot be entered by the sandbox's own uid" in (rootfs_problem(locked / "bare", uid=12345) or "")
+
+
+def test_a_step_that_hangs_silently_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    logbook = rootfs._Log(tmp_path / "build.log")
+    try:
+        assert rootfs._run_logged(["sh", "-c", "echo started; sleep 60 & sleep 60"], logbook, 0.5) == 124
+        assert rootfs._run_logged(["sh", "-c", "echo fine; exit 3"], logbook, 30) == 3
+    finally:
+        logbook.close()
+    text = (tmp_path / "build.log").read_text()
+    assert "started\n\n(timed out after 0.5 s)\nfine\n" == text

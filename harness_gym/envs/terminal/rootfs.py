@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from configparser import ConfigParser
@@ -692,19 +693,26 @@ def _run_logged(argv: list[str], logbook: _Log, timeout: float, env: Mapping[str
         start_new_session=True,
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    for raw in proc.stdout:
-        logbook.write(raw.decode("utf-8", "replace"))
-        if time.monotonic() > deadline:
-            break
-    try:
-        return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
+    expired: list[bool] = []
+
+    def kill() -> None:  # also when the step hangs without printing anything
+        expired.append(True)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, 9)
-        proc.wait()
-        logbook.write(f"\n(timed out after {timeout:.0f} s)\n")
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        for raw in proc.stdout:
+            logbook.write(raw.decode("utf-8", "replace"))
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    if expired:
+        logbook.write(f"\n(timed out after {timeout:g} s)\n")
         return 124
+    return code
 
 
 def _require_tools() -> None:
