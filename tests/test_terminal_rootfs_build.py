@@ -85,7 +85,7 @@ def episode(built: RootFS):
 def test_the_build_ran_every_step_and_logged_the_mapping(built: RootFS) -> None:
     log = (built.folder / "build.log").read_text()
     assert "FROM python:3.11-slim -> Debian bookworm (12) with its Python 3.11" in log
-    assert "# step 7: RUN python -c" in log
+    assert "# step 6: RUN python -c" in log
     assert (built.app / "six-version.txt").read_text().strip() == "1.16.0"
     assert (built.app / "numbers.csv").is_file() and os.access(built.app / "run.sh", os.X_OK)
     assert built.env["APP_MODE"] == "test" and built.env["PATH"].startswith("/opt/tools:")
