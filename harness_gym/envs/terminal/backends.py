@@ -159,6 +159,12 @@ def _cap(text: str, head: int, tail: int) -> tuple[str, int, int]:
     return shown, omitted, len(data)
 
 
+def _emptied(path: str) -> str:
+    """A command that leaves ``path`` an empty folder (also when it is a mount point)."""
+    quoted = shlex.quote(path)
+    return f"mkdir -p {quoted} && find {quoted} -mindepth 1 -delete"
+
+
 class HarborBackend:
     """An episode in a Harbor environment (``harbor.environments.base.BaseEnvironment``).
 
@@ -276,10 +282,14 @@ class HarborBackend:
             )
         except (TimeoutError, asyncio.TimeoutError):
             return "", f"timed out after {timeout:g} s", None, True
+        except RuntimeError as err:  # Harbor's docker environment: "Command timed out after N seconds"
+            if "timed out" in str(err):
+                return "", str(err), None, True
+            return "", f"the Harbor environment failed: {err}", None, False
         return res.stdout or "", res.stderr or "", res.return_code, False
 
     def _upload_app(self) -> None:
-        self._exec(f"rm -rf {APP} && mkdir -p {APP}", 60, cwd="/")
+        self._exec(_emptied(APP), 60, cwd="/")
         if self.app.is_dir() and any(self.app.iterdir()):
             self._call(lambda: self.environment.upload_dir(self.app, APP))
         self._uploaded = True
@@ -383,7 +393,7 @@ class HarborBackend:
         timeout = self.limits.timeout if timeout is None else timeout
         self._start()
         for host, target, _ in binds:
-            self._exec(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)}", 60, cwd="/")
+            self._exec(_emptied(target), 60, cwd="/")
             if any(Path(host).iterdir()):
                 self._call(lambda h=host, t=target: self.environment.upload_dir(h, t))
         merged = {**VERIFIER_ENV, **self.env, **(env or {})}

@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from configparser import ConfigParser
@@ -153,8 +154,9 @@ class BuildStep:
     """One Dockerfile step: ``kind`` (RUN, COPY, ENV, WORKDIR, USER) and its arguments.
 
     RUN: ``(shell command,)``; COPY: ``(source, ..., destination)`` with sources relative to
-    the build context (globs allowed); ENV: ``("KEY=VALUE", ...)`` with values unquoted
-    (``$VAR`` and ``${VAR}`` are expanded); WORKDIR: ``(path,)``; USER: ``(user[:group],)``.
+    the build context (globs allowed; ``--chown=U:G`` kept); ENV: ``("KEY=VALUE", ...)``;
+    WORKDIR: ``(path,)``; USER: ``(user[:group],)``. Arguments are taken as given: the
+    Dockerfile reader has already unquoted them and expanded ``$VAR`` (ENV, ARG).
     ``line`` is the Dockerfile line number and ``text`` the line as written (for errors)."""
 
     kind: str
@@ -691,19 +693,26 @@ def _run_logged(argv: list[str], logbook: _Log, timeout: float, env: Mapping[str
         start_new_session=True,
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    for raw in proc.stdout:
-        logbook.write(raw.decode("utf-8", "replace"))
-        if time.monotonic() > deadline:
-            break
-    try:
-        return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
+    expired: list[bool] = []
+
+    def kill() -> None:  # also when the step hangs without printing anything
+        expired.append(True)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, 9)
-        proc.wait()
-        logbook.write(f"\n(timed out after {timeout:.0f} s)\n")
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        for raw in proc.stdout:
+            logbook.write(raw.decode("utf-8", "replace"))
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    if expired:
+        logbook.write(f"\n(timed out after {timeout:g} s)\n")
         return 124
+    return code
 
 
 def _require_tools() -> None:
@@ -761,34 +770,16 @@ def build_base(base: Base, cache: Path | None = None, logbook: _Log | None = Non
         return root
 
 
-def _expand(value: str, env: Mapping[str, str]) -> str:
-    """Docker's ``$VAR``, ``${VAR}``, ``${VAR:-default}`` and ``${VAR:+alt}`` in ENV values."""
-
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        op, word = m.group(3), m.group(4) or ""
-        have = env.get(name, "")
-        if op == ":-":
-            return have or word
-        if op == ":+":
-            return word if have else ""
-        return have
-
-    return re.sub(
-        r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\+)([^}]*))?\})", one, value
-    )
-
-
-def _env_pairs(step: BuildStep, env: Mapping[str, str]) -> list[tuple[str, str]]:
+def _env_pairs(step: BuildStep) -> list[tuple[str, str]]:
     out = []
     args = list(step.args)
     if len(args) >= 2 and "=" not in args[0]:  # the legacy form: ENV KEY value words
-        return [(args[0], _expand(" ".join(args[1:]), env))]
+        return [(args[0], " ".join(args[1:]))]
     for arg in args:
         key, sep, value = arg.partition("=")
         if not sep or not key:
             raise Unbuildable(f"{step.shown}: ENV needs KEY=VALUE")
-        out.append((key, _expand(value, {**env, **dict(out)})))
+        out.append((key, value))
     return out
 
 
@@ -835,13 +826,13 @@ class _Builder:
         if step.kind == "RUN":
             code = self.sandbox(step.args[0])
         elif step.kind == "ENV":
-            self.env.update(_env_pairs(step, self.env))
+            self.env.update(_env_pairs(step))
             code = 0
         elif step.kind == "WORKDIR":
-            self.workdir = _absolute(_expand(step.args[0], self.env), self.workdir)
+            self.workdir = _absolute(step.args[0], self.workdir)
             code = self.sandbox(f"mkdir -p -- {_quote(self.workdir)}", as_user=False)
         elif step.kind == "USER":
-            self.user = _expand(step.args[0], self.env)
+            self.user = step.args[0]
             try:
                 _setpriv_ids(self.root, self.user)
             except LookupError as err:
@@ -856,7 +847,7 @@ class _Builder:
         assert self.context is not None, "COPY needs a build context"
         sources = _copy_sources(step, self.context)
         dest = step.args[-1]
-        target = _absolute(_expand(dest, self.env), self.workdir)
+        target = _absolute(dest, self.workdir)
         into = dest.endswith("/") or len(sources) > 1
         lines = []
         for rel in sources:

@@ -633,6 +633,7 @@ class Sandbox:
             "TMPDIR": "/tmp",
             "PYTHONDONTWRITEBYTECODE": "1",
             "GIT_CONFIG_NOSYSTEM": "1",
+            "BASH_ENV": LIMITS_IN_SANDBOX,
         }
         env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV if k in env}}
         req_r, req_w = os.pipe()

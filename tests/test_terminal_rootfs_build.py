@@ -1,0 +1,178 @@
+"""Real builds of root file systems (mmdebstrap from Debian's package registry, RUN lines with
+apt-get and pip) and episodes over them; slow: a base takes minutes the first time.
+
+The built file systems live in ``$HARNESS_GYM_TEST_ROOTFS_CACHE`` (default
+``/var/tmp/harness-gym-test-rootfs``) and are reused by later runs, as users' caches are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness_gym.envs.terminal.rootfs import BuildFailed, BuildStep, RootFS, build_rootfs
+from harness_gym.envs.terminal.sandbox import (
+    Sandbox,
+    bwrap_problem,
+    copy_tree,
+    make_episode_dir,
+    remove_episode_dir,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("HARNESS_GYM_TEST_ROOTFS_CACHE", "/var/tmp/harness-gym-test-rootfs"))
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap unusable"),
+    pytest.mark.skipif(
+        shutil.which("mmdebstrap") is None, reason="mmdebstrap missing (scripts/system-deps.sh)"
+    ),
+    pytest.mark.skipif(os.geteuid() != 0, reason="building needs root"),
+]
+
+
+@pytest.fixture(scope="session")
+def context(tmp_path_factory) -> Path:
+    ctx = tmp_path_factory.mktemp("context")
+    (ctx / "data").mkdir()
+    (ctx / "data" / "numbers.csv").write_text("a,b\n1,2\n3,4\n")
+    (ctx / "run.sh").write_text("#!/bin/sh\necho from-context\n")
+    (ctx / "run.sh").chmod(0o755)
+    return ctx
+
+
+@pytest.fixture(scope="session")
+def built(context: Path) -> RootFS:
+    steps = [
+        BuildStep("ENV", ("DEBIAN_FRONTEND=noninteractive", "APP_MODE=test"), 2),
+        BuildStep("RUN", ("apt-get update && apt-get install -y --no-install-recommends jq",), 3),
+        BuildStep("RUN", ("pip install --no-cache-dir six==1.16.0",), 4),
+        BuildStep("WORKDIR", ("/app",), 5),
+        BuildStep("COPY", ("data", "run.sh", "./"), 6),
+        BuildStep("RUN", ("python -c 'import six; print(six.__version__)' > /app/six-version.txt",), 7),
+        BuildStep(
+            "ENV", ("PATH=/opt/tools:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",), 8
+        ),
+        BuildStep(
+            "RUN",
+            (
+                "mkdir -p /opt/tools && printf '#!/bin/sh\\necho tool-ok\\n' > /opt/tools/tool "
+                "&& chmod +x /opt/tools/tool",
+            ),
+            9,
+        ),
+    ]
+    return build_rootfs("python:3.11-slim", steps, context, cache=CACHE, progress=False)
+
+
+@pytest.fixture
+def episode(built: RootFS):
+    root = make_episode_dir()
+    os.rmdir(root / "app")
+    copy_tree(built.app, root / "app")  # the fresh /app starts as the build left it
+    sb = Sandbox(root, rootfs=built.path, env=built.env)
+    yield sb
+    sb.close()
+    remove_episode_dir(root)
+
+
+def test_the_build_ran_every_step_and_logged_the_mapping(built: RootFS) -> None:
+    log = (built.folder / "build.log").read_text()
+    assert "FROM python:3.11-slim -> Debian bookworm (12) with its Python 3.11" in log
+    assert "# step 6: RUN python -c" in log
+    assert (built.app / "six-version.txt").read_text().strip() == "1.16.0"
+    assert (built.app / "numbers.csv").is_file() and os.access(built.app / "run.sh", os.X_OK)
+    assert built.env["APP_MODE"] == "test" and built.env["PATH"].startswith("/opt/tools:")
+    assert built.workdir == "/app" and built.size_bytes > 100 << 20 and built.build_seconds > 0
+
+
+def test_an_episode_runs_over_the_built_system_read_only_with_a_fresh_app(episode: Sandbox) -> None:
+    res = episode.run(
+        "jq --version; python -c 'import six; print(six.__file__)'; tool; echo $APP_MODE; "
+        "./run.sh; cat six-version.txt; head -1 /etc/os-release; id -un; hostname"
+    )
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("jq-1.6") and "dist-packages/six.py" in lines[1]
+    assert lines[2:] == [
+        "tool-ok",
+        "test",
+        "from-context",
+        "1.16.0",
+        'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"',
+        "agent",
+        "sandbox",
+    ]
+    denied = episode.run(
+        "touch /usr/bin/x || echo ro-usr; touch /opt/tools/x || echo ro-opt; ls /work || echo no-work"
+    )
+    assert denied.stdout.split() == ["ro-usr", "ro-opt", "no-work"], denied.stdout
+    assert episode.run("echo new > /app/new.txt && cat /app/new.txt").stdout == "new\n"
+    net = episode.run(
+        "python -c \"import socket; socket.create_connection(('pypi.org', 443), 3)\" || echo offline"
+    )
+    assert net.stdout.strip().endswith("offline")
+    verifier = episode.run_verifier("jq -n 1 && tool && echo $APP_MODE && ls /app/new.txt")
+    assert verifier.exit_code == 0 and verifier.stdout.split() == ["1", "tool-ok", "test", "/app/new.txt"]
+
+
+def test_the_built_app_is_copied_not_shared(built: RootFS, episode: Sandbox) -> None:
+    episode.run("rm -f /app/numbers.csv && echo x > /app/six-version.txt")
+    assert (built.app / "numbers.csv").is_file()
+    assert (built.app / "six-version.txt").read_text().strip() == "1.16.0"
+
+
+def test_a_failing_real_step_names_its_line(built: RootFS, context: Path) -> None:
+    steps = [
+        BuildStep("RUN", ("apt-get update",), 2),
+        BuildStep(
+            "RUN",
+            ("apt-get install -y no-such-package-h26b",),
+            11,
+            "RUN apt-get install -y no-such-package-h26b",
+        ),
+    ]
+    with pytest.raises(BuildFailed) as err:
+        build_rootfs("python:3.11-slim", steps, context, cache=CACHE, progress=False)
+    assert (err.value.step_index, err.value.line_number) == (2, 11)
+    assert "Unable to locate package no-such-package-h26b" in err.value.log_tail
+    assert "line 11: RUN apt-get install -y no-such-package-h26b" in str(err.value)
+
+
+def test_a_second_build_comes_from_the_cache(built: RootFS, context: Path) -> None:
+    again = build_rootfs("python:3.11-slim-bookworm", [], context, cache=CACHE, progress=False)
+    same = build_rootfs("python:3.11-slim-bookworm", [], context, cache=CACHE, progress=False)
+    assert same.key == again.key and same.created == again.created
+
+
+def test_the_attack_suite_holds_over_a_built_root_file_system(built: RootFS) -> None:
+    """tests/test_terminal_attacks.py with every sandbox over the built system, as root and
+    (its last test) again as an unprivileged uid from a 0700 copy of the tree."""
+    env = {**os.environ, "HG_ATTACKS_ROOTFS": str(built.path), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "tests/test_terminal_attacks.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    tail = done.stdout[-3000:]
+    assert done.returncode == 0, tail
+    assert " passed" in tail and "failed" not in tail, tail
