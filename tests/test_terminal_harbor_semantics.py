@@ -313,3 +313,21 @@ def test_a_folder_of_tasks_is_a_sweep_task_list_and_workers_find_its_ids(monkeyp
     assert done.stdout.split() == ["env-lines", "True"], done.stderr[-2000:]
     with pytest.raises(SweepError, match="no Harbor task folder there loads"):
         resolve_tasks([str(FIXTURES / "env-lines" / "environment")])
+
+
+def test_the_build_recipe_applies_the_context_rules() -> None:
+    from harness_gym.envs.terminal.harbor import rootfs_recipe
+
+    image, steps, context = rootfs_recipe(FIXTURES / "context-rules")
+    assert image == "ubuntu:24.04" and context == FIXTURES / "context-rules" / "environment"
+    copies = [s.args for s in steps if s.kind == "COPY"]
+    copied = {a for args in copies for a in args[:-1]}
+    assert {"data/a.csv", "data/b.csv", "keep.log"} <= copied  # the glob, the ! exception
+    assert not any(a.endswith(("debug.log", "token.txt", "scratch.tmp")) for a in copied)  # .dockerignore
+    runs = [s.args[0] for s in steps if s.kind == "RUN"]
+    assert any("tar -xf" in r and "extra.tar.gz" in r for r in runs)  # ADD of a local archive unpacks
+    assert any("cat > /app/README.txt" in r and "Count the rows." in r for r in runs)  # COPY <<EOF
+    assert any(r.startswith("set -e\nrm -rf /app/data/extra") for r in runs)  # RUN <<EOF: its body
+    assert all(s.line > 0 for s in steps)
+    _, steps, _ = rootfs_recipe(Path(__file__).parent / "fixtures" / "harbor-build" / "apt-pip-jq")
+    assert steps[-1].args[0].endswith("ln -sfn /app /workspace")  # WORKDIR /workspace is /app

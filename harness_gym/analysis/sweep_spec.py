@@ -238,7 +238,9 @@ def resolve_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
 
             found, _ = register_harbor_folder(str(item))
             if not found:
-                raise SweepError(f"{item}: no Harbor task folder there loads (harness-gym list harbor)")
+                raise SweepError(
+                    f"{item}: no Harbor task folder there loads (benchmarks/harbor_tasks.py {item} says why)"
+                )
             names.extend(found)
             continue
         names.extend(t for t in str(item).split(",") if t)

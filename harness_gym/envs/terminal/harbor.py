@@ -217,6 +217,21 @@ def load_harbor_task(folder: str | Path) -> type[TerminalTask]:
     return type(name, (HarborTask,), attrs)
 
 
+def rootfs_recipe(folder: str | Path) -> tuple[str, tuple[Any, ...], Path]:
+    """The ``FROM`` image, the build steps and the build context of a task folder's Dockerfile
+    (``harness-gym rootfs build FOLDER``), also for a task the host's tools could run;
+    :class:`UnsupportedHarborTask` when it cannot be built."""
+    folder = Path(folder)
+    toml = _toml()
+    try:
+        config = toml.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, toml.TOMLDecodeError, UnicodeDecodeError):
+        config = {}
+    plan = read_environment(folder, _section(config, "environment").get("workdir"))
+    _check_base(folder.name, plan)
+    return plan.base_image, _build_steps(folder, plan), folder / "environment"
+
+
 def find_task_folders(folder: str | Path) -> list[Path]:
     """Every Harbor task folder (one holding ``task.toml``) at or under ``folder``, sorted;
     a task folder's own subfolders are not searched."""
