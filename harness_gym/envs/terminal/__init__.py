@@ -13,11 +13,10 @@ import os
 from typing import Any
 
 from harness_gym.core.registry import register_family
-from harness_gym.envs.terminal.catalog import HARBOR_ENTRY_POINT, HARBOR_ENV_ID, TASK_CLASSES
+from harness_gym.envs.terminal.catalog import ENTRY_POINT, HARBOR_ENTRY_POINT, HARBOR_ENV_ID, TASK_CLASSES
 from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 
-ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
 TERMINAL_TASK_IDS: tuple[str, ...] = tuple(TASK_CLASSES)
 #: Names this package gives from modules it imports only when one is asked for.
 _LAZY = {
@@ -52,9 +51,9 @@ def register(add_to_task_registry: bool = False) -> list[str]:
     if HARBOR_ENV_ID not in gym.registry:
         gym.register(id=HARBOR_ENV_ID, entry_point=HARBOR_ENTRY_POINT, disable_env_checker=True)
     if os.environ.get("HARNESS_GYM_HARBOR_DIRS"):  # folders a parent process registered
-        from harness_gym.envs.terminal.harbor import register_remembered_folders
+        import importlib  # (the Harbor loader registers through this package's tables)
 
-        ids += register_remembered_folders()
+        ids += importlib.import_module("harness_gym.envs.terminal.harbor").register_remembered_folders()
     return ids
 
 

@@ -317,7 +317,7 @@ def register_remembered_folders() -> list[str]:
 
 def _register_ids(ids: list[str]) -> None:
     from harness_gym.core.registry import register_family
-    from harness_gym.envs.terminal import ENTRY_POINT
+    from harness_gym.envs.terminal.catalog import ENTRY_POINT
     from harness_gym.envs.terminal.options import FAMILY
     from harness_gym.envs.terminal.presets import TERMINAL_PRESET_INFO
 
@@ -351,7 +351,7 @@ def register_harbor(folder: str | Path) -> list[str]:
     import gymnasium as gym
 
     from harness_gym.core.registry import env_id
-    from harness_gym.envs.terminal import ENTRY_POINT
+    from harness_gym.envs.terminal.catalog import ENTRY_POINT
     from harness_gym.envs.terminal.presets import CODING_PRESETS
 
     tasks, _ = load_harbor_dir(folder)
