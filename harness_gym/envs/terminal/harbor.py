@@ -264,6 +264,7 @@ def load_harbor_dir(folder: str | Path) -> tuple[list[type[TerminalTask]], dict[
 #: so that worker processes (a sweep's) find the same task ids.
 HARBOR_DIRS_VARIABLE = "HARNESS_GYM_HARBOR_DIRS"
 _BY_ID: dict[str, type[TerminalTask]] = {}
+_FOLDERS: dict[str, str] = {}
 
 
 def harbor_task_id(folder: str | Path) -> str:
@@ -335,11 +336,15 @@ def __getattr__(name: str) -> Any:
     """A registered Harbor task's class by its id (loaded from its folder on first use)."""
     if name.startswith("Harbor"):
         if name not in _BY_ID:
-            for root in os.environ.get(HARBOR_DIRS_VARIABLE, "").split(os.pathsep):
-                for folder in find_task_folders(root) if root and os.path.isdir(root) else []:
-                    if harbor_task_id(folder) == name:
-                        _BY_ID[name] = load_harbor_task(folder)
-                        break
+            roots = os.environ.get(HARBOR_DIRS_VARIABLE, "")
+            if _FOLDERS.get("") != roots:  # the id -> folder map of the remembered folders, once
+                _FOLDERS.clear()
+                _FOLDERS[""] = roots
+                for root in roots.split(os.pathsep):
+                    for folder in find_task_folders(root) if root and os.path.isdir(root) else []:
+                        _FOLDERS.setdefault(harbor_task_id(folder), str(folder))
+            if name in _FOLDERS:
+                _BY_ID[name] = load_harbor_task(_FOLDERS[name])
         if name in _BY_ID:
             return _BY_ID[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
