@@ -417,3 +417,33 @@ def test_a_step_that_hangs_silently_is_killed_at_its_timeout(tmp_path: Path) -> 
         logbook.close()
     text = (tmp_path / "build.log").read_text()
     assert "started\n\n(timed out after 0.5 s)\nfine\n" == text
+
+
+def test_two_processes_building_the_same_key_build_it_once(fake_base, tmp_path: Path, monkeypatch) -> None:
+    import multiprocessing
+
+    cache, record = tmp_path / "cache", tmp_path / "steps-run.txt"
+
+    def step(self, index: int, step: BuildStep) -> None:
+        with open(record, "a") as f:
+            f.write(f"{os.getpid()} {index}\n")
+        time.sleep(0.3)  # long enough for the other process to arrive while this one builds
+
+    monkeypatch.setattr(rootfs._Builder, "step", step)
+    steps = [run_step("make one", 2), run_step("make two", 3)]
+
+    def build(queue) -> None:
+        queue.put(build_rootfs("debian:12", steps, None, cache=cache, progress=False).key)
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=build, args=(queue,)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    keys = {queue.get(timeout=5), queue.get(timeout=5)}
+    assert len(keys) == 1 and [r.key for r in list_rootfs(cache)] == list(keys)
+    lines = record.read_text().split("\n")[:-1]
+    assert len(lines) == 2 and len({line.split()[0] for line in lines}) == 1, lines
