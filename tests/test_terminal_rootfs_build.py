@@ -176,3 +176,22 @@ def test_the_attack_suite_holds_over_a_built_root_file_system(built: RootFS) -> 
     tail = done.stdout[-3000:]
     assert done.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+def test_a_trixie_python_image_runs_the_sandbox_and_installs_like_the_image() -> None:
+    """python:3.13 maps to trixie: the runner works on its Python 3.13, and pip / uv install
+    into the system Python as in the python image (no EXTERNALLY-MANAGED marker)."""
+    steps = [BuildStep("RUN", ("pip install six && pip install uv && uv pip install --system attrs",), 2)]
+    built = build_rootfs("python:3.13-slim", steps, None, cache=CACHE, progress=False)
+    root = make_episode_dir()
+    sb = Sandbox(root, rootfs=built.path, env=built.env)
+    try:
+        res = sb.run(
+            "python --version; python -c 'import six, attrs; print(\"ok\")'; cd /tmp", persistent=True
+        )
+        words = res.stdout.split()
+        assert words[0] == "Python" and words[1].startswith("3.13.") and words[2:] == ["ok"], res.stdout
+        assert sb.run("pwd", persistent=True).stdout == "/tmp\n"  # the persistent shell on 3.13's runner
+    finally:
+        sb.close()
+        remove_episode_dir(root)
