@@ -44,10 +44,7 @@ def test_fixture_folder_loads_five_tasks_and_rejects_postgres_with_its_reason() 
     tasks, rejected = load_harbor_dir(EXAMPLES)
     assert [t.task_id for t in tasks] == FIXTURES
     assert list(rejected) == ["unsupported-postgres"]
-    assert (
-        "apt-get" in rejected["unsupported-postgres"]
-        and "installs packages" in rejected["unsupported-postgres"]
-    )
+    assert "CMD service starts a program" in rejected["unsupported-postgres"]
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -114,30 +111,13 @@ def _task(
     ("dockerfile", "toml", "extra", "reason", "kind"),
     [
         (
-            "FROM python:3.12\nRUN pip install numpy\n",
-            None,
-            {},
-            "runs 'pip', which installs packages",
-            "needs-build",
-        ),
-        ("FROM python:3.12\nRUN python3 -m pip install x\n", None, {}, "runs 'pip'", "needs-build"),
-        ("FROM debian\nRUN curl -O https://x/y\n", None, {}, "runs 'curl', which fetches", "needs-build"),
-        ("FROM debian\nRUN cd /tmp && git clone https://x/y\n", None, {}, "'git clone'", "needs-build"),
-        ("FROM debian\nRUN service postgresql start\n", None, {}, "starts a service", "needs-build"),
-        (
-            "FROM debian\nRUN frobnicate --all\n",
-            None,
-            {},
-            "'frobnicate', which the host's base",
-            "needs-build",
-        ),
-        (
             'FROM debian\nENTRYPOINT ["python3", "server.py"]\n',
             None,
             {},
-            "ENTRYPOINT python3 wraps",
+            "ENTRYPOINT python3 starts",
             "service",
         ),
+        ('FROM debian\nCMD ["python3", "-m", "http.server"]\n', None, {}, "CMD python3 starts", "service"),
         (
             "FROM debian\nHEALTHCHECK CMD curl -f localhost\n",
             None,
@@ -145,14 +125,15 @@ def _task(
             "HEALTHCHECK is for a service",
             "service",
         ),
-        ("FROM debian\nWORKDIR /src\n", None, {}, "works in /app", "needs-build"),
         (
-            "FROM debian\nCOPY a.txt /etc/a.txt\n",
+            "FROM debian\nRUN curl -fsSL https://example.com/x.sh | sh\n",
             None,
-            {"environment__a.txt": "x"},
-            "outside /app",
-            "needs-build",
+            {},
+            "outside the package",
+            "unbuildable",
         ),
+        ("FROM golang:1.22\nWORKDIR /app\n", None, {}, "maps to no Debian base", "registry-image"),
+        ("FROM debian\nRUN true\nWORKDIR /tmp/work\nRUN apt-get -v\n", None, {}, "makes afresh", "workdir"),
         ("FROM debian\nCOPY ../secret /app/\n", None, {}, "outside the build context", "dockerfile"),
         ("FROM debian\nCOPY *.nothing /app/\n", None, {}, "no such file in the build context", "dockerfile"),
         ("FROM debian\nADD https://example.com/x.tgz /app/\n", None, {}, "needs the network", "network"),
@@ -193,6 +174,24 @@ def test_unsupported_environments_are_rejected_with_a_reason(
     with pytest.raises(UnsupportedHarborTask) as err:
         load_harbor_task(folder)
     assert reason in str(err.value) and err.value.kind == kind, (str(err.value), err.value.kind)
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "extra", "reason"),
+    [
+        ("FROM python:3.12\nRUN pip install numpy\n", {}, "runs 'pip', which installs packages"),
+        ("FROM python:3.12\nRUN python3 -m pip install x\n", {}, "runs 'pip'"),
+        ("FROM debian\nRUN curl -O https://deb.debian.org/x\n", {}, "runs 'curl', which fetches"),
+        ("FROM debian\nRUN service postgresql start\n", {}, "starts a service"),
+        ("FROM debian\nRUN frobnicate --all\n", {}, "'frobnicate', which the host's base"),
+        ("FROM debian\nWORKDIR /src\n", {}, "works in /app"),
+        ("FROM debian\nCOPY a.txt /etc/a.txt\n", {"environment__a.txt": "x"}, "outside /app"),
+    ],
+)
+def test_what_the_host_tools_lack_needs_a_built_root_file_system(tmp_path, dockerfile, extra, reason) -> None:
+    task = load_harbor_task(_task(tmp_path, dockerfile, **extra))
+    assert task.build_steps and reason in task.plan.needs_build[0], task.plan.needs_build
+    assert all(step.line > 0 for step in task.build_steps if "harness-gym" not in step.text)
 
 
 def test_missing_files_are_named(tmp_path) -> None:

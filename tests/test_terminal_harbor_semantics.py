@@ -5,6 +5,7 @@ and the Dockerfile parser and the reward reader on the bad inputs each rule name
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,69 @@ def test_shell_commands_take_command_positions_only() -> None:
         "DEBIAN_FRONTEND=noninteractive sudo apt-get install -y x | tee log; if true; then pip list; fi"
     )
     assert [c[0] for c in df.shell_commands(script)] == ["mkdir", "cd", "apt-get", "tee", "true", "pip", "fi"]
+
+
+# -- Gymnasium ids and sweeps over a folder --------------------------------------------------
+
+
+@needs_bwrap
+def test_gym_make_takes_a_task_folder() -> None:
+    import gymnasium as gym
+
+    import harness_gym  # noqa: F401 - registers harness_gym/Harbor-v0
+
+    env = gym.make("harness_gym/Harbor-v0", task_dir=str(FIXTURES / "env-lines"), harness="TerminusStyle")
+    try:
+        _, info = env.reset(seed=0)
+        assert info["task_id"] == "HarborEnvLines"
+        for _ in range(3):
+            _, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
+            if terminated:
+                break
+        assert reward == 1.0 and info["success"]
+    finally:
+        env.close()
+
+
+def test_a_folder_of_tasks_is_a_sweep_task_list_and_workers_find_its_ids(monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    from harness_gym.analysis.sweep_spec import SweepError, resolve_tasks
+    from harness_gym.core.registry import FAMILY_TASKS
+    from harness_gym.envs.terminal.harbor import HARBOR_DIRS_VARIABLE
+
+    monkeypatch.delenv(HARBOR_DIRS_VARIABLE, raising=False)
+    ids = resolve_tasks([str(FIXTURES)])
+    assert sorted(ids) == sorted(f"Harbor{''.join(p.title() for p in n.split('-'))}" for n in NAMES)
+    assert all(i in FAMILY_TASKS for i in ids)
+    code = (
+        "import gymnasium as gym, harness_gym\n"
+        "from harness_gym.core.registry import get_task\n"
+        "print(get_task('HarborEnvLines').folder.name,\n"
+        "      'harness_gym/HarborEnvLines-TerminusStyle-v0' in gym.registry)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=120
+    )
+    assert done.stdout.split() == ["env-lines", "True"], done.stderr[-2000:]
+    with pytest.raises(SweepError, match="no Harbor task folder there loads"):
+        resolve_tasks([str(FIXTURES / "env-lines" / "environment")])
+
+
+def test_the_build_recipe_applies_the_context_rules() -> None:
+    from harness_gym.envs.terminal.harbor import rootfs_recipe
+
+    image, steps, context = rootfs_recipe(FIXTURES / "context-rules")
+    assert image == "ubuntu:24.04" and context == FIXTURES / "context-rules" / "environment"
+    copies = [s.args for s in steps if s.kind == "COPY"]
+    copied = {a for args in copies for a in args[:-1]}
+    assert {"data/a.csv", "data/b.csv", "keep.log"} <= copied  # the glob, the ! exception
+    assert not any(a.endswith(("debug.log", "token.txt", "scratch.tmp")) for a in copied)  # .dockerignore
+    runs = [s.args[0] for s in steps if s.kind == "RUN"]
+    assert any("tar -xf" in r and "extra.tar.gz" in r for r in runs)  # ADD of a local archive unpacks
+    assert any("cat > /app/README.txt" in r and "Count the rows." in r for r in runs)  # COPY <<EOF
+    assert any(r.startswith("set -e\nrm -rf /app/data/extra") for r in runs)  # RUN <<EOF: its body
+    assert all(s.line > 0 for s in steps)
+    _, steps, _ = rootfs_recipe(Path(__file__).parent / "fixtures" / "harbor-build" / "apt-pip-jq")
+    assert steps[-1].args[0].endswith("ln -sfn /app /workspace")  # WORKDIR /workspace is /app

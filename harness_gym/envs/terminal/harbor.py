@@ -17,7 +17,9 @@ and ``[solution.env]`` (``agents/oracle.py``); the verifier uploads ``tests/`` t
 and reads ``reward.json`` (a flat object of finite numbers) before ``reward.txt`` (one
 finite number); success is ``reward`` >= 1 (``verifier/verifier.py``). A Dockerfile's
 ``ENV`` reaches the agent's and the verifier's processes; ``CMD`` never runs (Harbor
-replaces it with ``sleep infinity``) and a plain shell ``ENTRYPOINT`` is accepted.
+replaces it with ``sleep infinity``, ``environments/docker/docker-compose-build.yaml``), so a
+plain shell or idle ``CMD``/``ENTRYPOINT`` is accepted and one that starts a program (a
+service the tests would expect) is rejected.
 
 Environments: the Dockerfile is read by :mod:`harness_gym.envs.terminal.dockerfile`. When
 it only copies files into ``/app`` and runs commands the host's base tools have (no package
@@ -44,6 +46,7 @@ import re
 import shlex
 import shutil
 import stat
+import sys
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -58,6 +61,7 @@ from harness_gym.envs.terminal.sandbox import (
     VERIFIER_ENV,
     Sandbox,
     SandboxLimits,
+    copy_tree,
     remove_tree,
     walk_tree,
 )
@@ -91,9 +95,11 @@ SHELL_WORDS = frozenset(
     "done if then else elif fi while until function select time { } ! fi".split()
 )
 #: Instructions that only describe the image (nothing to reproduce).
-DESCRIPTIVE = frozenset({"LABEL", "MAINTAINER", "EXPOSE", "VOLUME", "STOPSIGNAL", "CMD", "SHELL", "ARG"})
+DESCRIPTIVE = frozenset({"LABEL", "MAINTAINER", "EXPOSE", "VOLUME", "STOPSIGNAL", "SHELL", "ARG"})
 #: Shells a plain ``ENTRYPOINT`` may name (it then only wraps Harbor's ``sleep infinity``).
 PLAIN_SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/env"})
+#: A ``CMD`` that only keeps a container alive (what Harbor runs in its place).
+IDLE_COMMANDS = frozenset({"sleep", "tail", "true", "/bin/true", "cat"})
 #: Variables of the verifier that a task's environment never replaces (git hardening, home).
 FIXED_VERIFIER_ENV = frozenset(k for k in VERIFIER_ENV if k.startswith("GIT_")) | {
     "HOME",
@@ -130,6 +136,12 @@ class HarborStep:
     verifier_timeout: float = DEFAULT_VERIFIER_SECONDS
     verifier_env: dict[str, str] = field(default_factory=dict)
     min_reward: float | dict[str, float] | None = None
+    #: Content digest of ``solution`` (names the oracle's command).
+    solution_digest: str = ""
+
+    def __post_init__(self) -> None:
+        if self.solution is not None and not self.solution_digest:
+            object.__setattr__(self, "solution_digest", _digest(self.solution))
 
 
 @dataclass
@@ -170,15 +182,11 @@ def load_harbor_task(folder: str | Path) -> type[TerminalTask]:
         **plan.env,
         **_resolve_env(folder.name, _section(config, "environment").get("env"), "environment.env"),
     }
-    if plan.needs_build:
-        raise UnsupportedHarborTask(
-            f"{folder.name}: {plan.needs_build[0]}; the instance needs a root file system built from "
-            "its Dockerfile, which needs the rootfs builder (harness_gym.envs.terminal.rootfs)",
-            "needs-build",
-        )
+    _check_base(folder.name, plan)
+    build_steps = _build_steps(folder, plan) if plan.needs_build else ()
     solution_env = _resolve_env(folder.name, _section(config, "solution").get("env"), "solution.env")
     environment = _section(config, "environment")
-    name = "Harbor" + "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", folder.name) if p)
+    name = harbor_task_id(folder)
     metadata = _section(config, "metadata")
     per_step = int(metadata.get("max_steps", 20)) if str(metadata.get("max_steps", "")).isdigit() else 20
     memory = int(environment.get("memory_mb") or 4096) << 20
@@ -187,6 +195,8 @@ def load_harbor_task(folder: str | Path) -> type[TerminalTask]:
         "description": _description(config, folder),
         "folder": folder.resolve(),
         "plan": plan,
+        "build_steps": build_steps,
+        "built": None,
         "image_env": env,
         "solution_env": solution_env,
         "steps": tuple(steps),
@@ -205,6 +215,21 @@ def load_harbor_task(folder: str | Path) -> type[TerminalTask]:
         ),
     }
     return type(name, (HarborTask,), attrs)
+
+
+def rootfs_recipe(folder: str | Path) -> tuple[str, tuple[Any, ...], Path]:
+    """The ``FROM`` image, the build steps and the build context of a task folder's Dockerfile
+    (``harness-gym rootfs build FOLDER``), also for a task the host's tools could run;
+    :class:`UnsupportedHarborTask` when it cannot be built."""
+    folder = Path(folder)
+    toml = _toml()
+    try:
+        config = toml.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, toml.TOMLDecodeError, UnicodeDecodeError):
+        config = {}
+    plan = read_environment(folder, _section(config, "environment").get("workdir"))
+    _check_base(folder.name, plan)
+    return plan.base_image, _build_steps(folder, plan), folder / "environment"
 
 
 def find_task_folders(folder: str | Path) -> list[Path]:
@@ -235,13 +260,98 @@ def load_harbor_dir(folder: str | Path) -> tuple[list[type[TerminalTask]], dict[
     return tasks, rejected
 
 
+#: Folders of Harbor tasks registered by :func:`register_harbor_folder` (``os.pathsep``-joined),
+#: so that worker processes (a sweep's) find the same task ids.
+HARBOR_DIRS_VARIABLE = "HARNESS_GYM_HARBOR_DIRS"
+_BY_ID: dict[str, type[TerminalTask]] = {}
+
+
+def harbor_task_id(folder: str | Path) -> str:
+    """The task id of a Harbor task folder: ``Harbor`` + its name in CamelCase."""
+    return "Harbor" + "".join(
+        p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", Path(folder).name) if p
+    )
+
+
+def make_harbor_env(
+    task_dir: str | Path,
+    harness: Any = None,
+    render_mode: str | None = None,
+    terminal: Any = None,
+) -> Any:
+    """A Gymnasium env of one Harbor task folder (``gym.make("harness_gym/Harbor-v0",
+    task_dir=PATH, harness="TerminusStyle")``); :class:`UnsupportedHarborTask` says why not."""
+    from harness_gym.envs.terminal.env import TerminalEnv
+
+    return TerminalEnv(
+        load_harbor_task(task_dir), harness=harness, render_mode=render_mode, terminal=terminal
+    )
+
+
+def register_harbor_folder(folder: str | Path) -> tuple[list[str], dict[str, str]]:
+    """Register every loadable task under ``folder`` as a terminal-family task (its id, its
+    ``-v0`` and per-preset Gymnasium ids, a task of ``harness-gym sweep --tasks``); return the
+    task ids and the rejected folders with why. The folder is remembered in
+    :data:`HARBOR_DIRS_VARIABLE`, so processes started from here know the ids too."""
+    folder = Path(folder).resolve()
+    tasks, rejected = load_harbor_dir(folder)
+    for task in tasks:
+        _BY_ID[task.task_id] = task
+    _register_ids([t.task_id for t in tasks])
+    dirs = [d for d in os.environ.get(HARBOR_DIRS_VARIABLE, "").split(os.pathsep) if d]
+    if str(folder) not in dirs:
+        os.environ[HARBOR_DIRS_VARIABLE] = os.pathsep.join([*dirs, str(folder)])
+    return [t.task_id for t in tasks], rejected
+
+
+def register_remembered_folders() -> list[str]:
+    """Register the task ids of the folders :data:`HARBOR_DIRS_VARIABLE` names (without
+    loading them: a task is loaded when first used)."""
+    ids = []
+    for root in os.environ.get(HARBOR_DIRS_VARIABLE, "").split(os.pathsep):
+        if root and os.path.isdir(root):
+            ids += [harbor_task_id(f) for f in find_task_folders(root)]
+    _register_ids(ids)
+    return ids
+
+
+def _register_ids(ids: list[str]) -> None:
+    from harness_gym.core.registry import register_family
+    from harness_gym.envs.terminal.catalog import ENTRY_POINT
+    from harness_gym.envs.terminal.options import FAMILY
+    from harness_gym.envs.terminal.presets import TERMINAL_PRESET_INFO
+
+    if ids:
+        register_family(
+            {i: f"{__name__}:{i}" for i in ids},
+            ENTRY_POINT,
+            False,
+            family=FAMILY,
+            presets=TERMINAL_PRESET_INFO,
+        )
+
+
+def __getattr__(name: str) -> Any:
+    """A registered Harbor task's class by its id (loaded from its folder on first use)."""
+    if name.startswith("Harbor"):
+        if name not in _BY_ID:
+            for root in os.environ.get(HARBOR_DIRS_VARIABLE, "").split(os.pathsep):
+                for folder in find_task_folders(root) if root and os.path.isdir(root) else []:
+                    if harbor_task_id(folder) == name:
+                        _BY_ID[name] = load_harbor_task(folder)
+                        break
+        if name in _BY_ID:
+            return _BY_ID[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def register_harbor(folder: str | Path) -> list[str]:
     """Register ``harness_gym/Harbor<Name>-v0`` (takes ``harness=``) and one id per coding
     preset for every supported task under ``folder``; return the ids."""
     import gymnasium as gym
 
     from harness_gym.core.registry import env_id
-    from harness_gym.envs.terminal import ENTRY_POINT
+    from harness_gym.envs.terminal.catalog import ENTRY_POINT
     from harness_gym.envs.terminal.presets import CODING_PRESETS
 
     tasks, _ = load_harbor_dir(folder)
@@ -268,6 +378,10 @@ class HarborTask(TerminalTask):
     image_env: dict[str, str] = {}
     solution_env: dict[str, str] = {}
     steps: tuple[HarborStep, ...] = ()
+    #: The Dockerfile as build steps when the instance needs a built root file system.
+    build_steps: tuple[Any, ...] = ()
+    #: The root file system once built (:meth:`build_rootfs`; shared by the class's episodes).
+    built: Any = None
     reward_strategy = "mean"
     network = "none"
     limits = SandboxLimits(timeout=30.0)
@@ -276,10 +390,11 @@ class HarborTask(TerminalTask):
         self.step_index = 0
         self.step_rewards: list[dict[str, float] | None] = []
         self.agent_seconds = 0.0
-        self.files = dict(self.plan.files)
+        built = bool(self.build_steps)
+        self.files = {} if built else dict(self.plan.files)  # built: /app comes from the image
         self.files.update(self.steps[0].workdir_files)
-        self.setup = list(self.plan.setup)
-        if self.plan.executables:
+        self.setup = [] if built else list(self.plan.setup)
+        if self.plan.executables and not built:
             self.setup.insert(0, "chmod +x -- " + " ".join(shlex.quote(p) for p in self.plan.executables))
         self.setup += self._step_setup(self.steps[0])
         self.instruction = self.steps[0].instruction
@@ -295,7 +410,33 @@ class HarborTask(TerminalTask):
         (empty until the oracle uploads the solution) and the image's ``ENV``."""
         solution = root / "solution"
         solution.mkdir(exist_ok=True)
-        return Sandbox(root, self.limits, binds=((solution, "/solution", False),), env=self.image_env)
+        binds = ((solution, "/solution", False),)
+        if not self.build_steps:
+            return Sandbox(root, self.limits, binds=binds, env=self.image_env)
+        built = type(self).build_rootfs()
+        if built.app.is_dir():  # what the build left in /app is the episode's start
+            copy_tree(built.app, root / "app")
+        for rel, content in self.steps[0].workdir_files.items():
+            (root / "app" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / "app" / rel).write_bytes(content)
+        return Sandbox(root, self.limits, binds=binds, rootfs=built.path, env={**built.env, **self.image_env})
+
+    @classmethod
+    def build_rootfs(cls, progress: bool | None = None) -> Any:
+        """The root file system of this task's Dockerfile (built once, then from the cache of
+        :func:`~harness_gym.envs.terminal.rootfs.build_rootfs`); ``None`` when the task needs
+        none. A failing build raises ``BuildFailed`` naming the Dockerfile line."""
+        if not cls.build_steps:
+            return None
+        if cls.built is None:
+            from harness_gym.envs.terminal import rootfs
+
+            if progress is None:  # a bar where someone watches (a first reset can take minutes)
+                progress = sys.stderr.isatty()
+            cls.built = rootfs.build_rootfs(
+                cls.plan.base_image, cls.build_steps, cls.folder / "environment", progress=progress
+            )
+        return cls.built
 
     @property
     def current(self) -> HarborStep:
@@ -309,7 +450,7 @@ class HarborTask(TerminalTask):
             return "true  # this task has no solution/solve.sh"
         variables = {"DEBIAN_FRONTEND": "noninteractive", **self.solution_env}
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items())
-        return f"env {assigns} bash /solution/solve.sh  # harbor oracle {_digest(step.solution)}"
+        return f"env {assigns} bash /solution/solve.sh  # harbor oracle {step.solution_digest}"
 
     def step(self, action: Action) -> StepResult:
         if self.done or self._sandbox is None:
@@ -786,12 +927,13 @@ def read_environment(folder: Path, workdir_override: str | None = None) -> Image
                 _copy(env_dir, ins, plan, patterns, {**variables, **plan.env}, where)
             elif ins.kind == "RUN":
                 _run(ins, plan, where)
-            elif ins.kind == "ENTRYPOINT":
+            elif ins.kind in ("ENTRYPOINT", "CMD"):
                 words = ins.words()
-                if words and words[0] not in PLAIN_SHELLS:
+                if words and words[0] not in PLAIN_SHELLS | (IDLE_COMMANDS if ins.kind == "CMD" else set()):
                     raise UnsupportedHarborTask(
-                        f"{where}: ENTRYPOINT {words[0]} wraps every container start (a service or "
-                        "program around Harbor's `sleep infinity`), which the sandbox does not run",
+                        f"{where}: {ins.kind} {words[0]} starts a program with the container (a "
+                        "service: Harbor replaces CMD with `sleep infinity`, and the sandbox runs no "
+                        "service), so the task's tests would find nothing serving",
                         "service",
                     )
             elif ins.kind in ("HEALTHCHECK", "ONBUILD"):
@@ -950,6 +1092,182 @@ def _check_size(plan: ImagePlan, where: str) -> None:
         raise UnsupportedHarborTask(
             f"{where}: the build context is larger than {MAX_CONTEXT_BYTES >> 20} MB", "too-large"
         )
+
+
+#: Registry paths in front of Docker Hub's official images (``public.ecr.aws/docker/library/python``).
+MIRRORED_LIBRARY = re.compile(r"^(?:[a-z0-9.-]+\.[a-z]+(?::\d+)?/)?(?:docker/)?library/")
+
+
+def _check_base(name: str, plan: ImagePlan) -> None:
+    """The ``FROM`` image must map to a Debian base (even when the host's tools stand in for it:
+    a ``golang`` or ``eclipse-temurin`` image holds tools no Debian base has)."""
+    from harness_gym.envs.terminal import rootfs
+
+    plan.base_image = MIRRORED_LIBRARY.sub("", plan.base_image)
+    try:
+        rootfs.map_base(plan.base_image)
+    except rootfs.Unbuildable as err:
+        raise UnsupportedHarborTask(
+            f"{name}: environment/Dockerfile: {err.reason}", "registry-image"
+        ) from None
+
+
+def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
+    """The Dockerfile as :class:`~harness_gym.envs.terminal.rootfs.BuildStep` values, checked
+    buildable (a mapped base, URLs inside the package registries); rejects what cannot be built."""
+    from harness_gym.envs.terminal import rootfs
+
+    where = f"{folder.name}: environment/Dockerfile"
+    workdir = plan.workdir.rstrip("/") or "/"
+    if workdir.split("/")[1] in ("tmp", "dev", "proc", "sys", "run"):
+        raise UnsupportedHarborTask(
+            f"{where}: the working directory is {plan.workdir}, inside a folder each episode "
+            "makes afresh; the episode's writable folder is /app",
+            "workdir",
+        )
+    env_dir = folder / "environment"
+    patterns = df.read_dockerignore(env_dir)
+    variables: dict[str, str] = {"PATH": df.DEFAULT_PATH}
+    current = "/"
+    steps: list[Any] = []
+    try:
+        _convert(plan, env_dir, patterns, variables, current, steps)
+    except df.DockerfileError as err:
+        raise UnsupportedHarborTask(f"{where}: {err}", "dockerfile") from None
+    if workdir != "/" and workdir != "/app" and not workdir.startswith("/app/"):
+        # The episode's one writable folder is /app: the image's working directory becomes a
+        # link to it, holding what the build left there.
+        quoted = shlex.quote(workdir)
+        steps.append(
+            rootfs.BuildStep(
+                "RUN",
+                (
+                    f"set -e; mkdir -p /app; if [ -d {quoted} ] && [ ! -L {quoted} ]; then "
+                    f"cp -a {quoted}/. /app/ && rm -rf {quoted}; fi; "
+                    f"mkdir -p $(dirname {quoted}); ln -sfn /app {quoted}",
+                ),
+                0,
+                f"(harness-gym) WORKDIR {workdir} -> /app",
+            )
+        )
+    try:
+        rootfs.check_buildable(plan.base_image, steps, env_dir)
+    except rootfs.Unbuildable as err:
+        raise UnsupportedHarborTask(f"{where}: {err.reason}", "unbuildable") from None
+    return tuple(steps)
+
+
+def _convert(
+    plan: ImagePlan,
+    env_dir: Path,
+    patterns: list[tuple[bool, re.Pattern[str]]],
+    variables: dict[str, str],
+    current: str,
+    steps: list[Any],
+) -> None:
+    """Append the build steps of ``plan``'s instructions to ``steps``."""
+    from harness_gym.envs.terminal import rootfs
+
+    for ins in plan.instructions:
+        shown = f"{ins.kind} {ins.args}"[:300]
+
+        def step(kind: str, *args: str, ins: df.Instruction = ins, shown: str = shown) -> None:
+            steps.append(rootfs.BuildStep(kind, tuple(args), ins.line, shown))
+
+        if ins.kind == "ARG":
+            for key, value in df.parse_assignments(ins, variables).items():
+                variables.setdefault(key, value)
+        elif ins.kind == "ENV":
+            pairs = df.parse_assignments(ins, variables)
+            variables.update(pairs)
+            step("ENV", *(f"{k}={v}" for k, v in pairs.items()))
+        elif ins.kind == "WORKDIR":
+            current = df.join_dest(current, df.expand(ins.args.strip(), variables))
+            step("WORKDIR", current)
+        elif ins.kind == "USER":
+            step("USER", df.expand(ins.args.strip(), variables))
+        elif ins.kind == "RUN":
+            step("RUN", _run_script(ins))
+        elif ins.kind in ("COPY", "ADD"):
+            _copy_steps(env_dir, ins, patterns, variables, current, step, len(steps))
+
+
+def _run_script(ins: df.Instruction) -> str:
+    """The shell text a ``RUN`` runs: its exec form joined, a here-document-only ``RUN``'s
+    body, or the command with its here-documents written inline."""
+    form = ins.exec_form
+    if form is not None:
+        return shlex.join(form)
+    if not ins.heredocs:
+        return ins.args
+    if re.fullmatch(r"\s*(<<-?[\"']?\w+[\"']?\s*)+", ins.args):
+        return "\n".join(ins.heredocs.values())
+    tail = "".join(f"{body}{name}\n" for name, body in ins.heredocs.items())
+    return re.sub(r"<<-?[\"']?(\w+)[\"']?", r"<<'\1'", ins.args) + "\n" + tail
+
+
+def _copy_steps(
+    env_dir: Path,
+    ins: df.Instruction,
+    patterns: list[tuple[bool, re.Pattern[str]]],
+    variables: dict[str, str],
+    workdir: str,
+    step: Any,
+    index: int,
+) -> None:
+    """A ``COPY``/``ADD`` as build steps: globs and ``.dockerignore`` applied here, a
+    here-document written by a ``RUN``, a local archive unpacked by ``tar``."""
+    words = [df.expand(w, variables) for w in ins.words()]
+    if len(words) < 2:
+        raise UnsupportedHarborTask(
+            f"{env_dir.parent.name}: {ins}: needs a source and a destination", "dockerfile"
+        )
+    *sources, dest = words
+    target = df.join_dest(workdir, dest)
+    flags = [f"--chown={ins.flags['chown']}"] if ins.flags.get("chown") else []
+    into = dest.endswith("/") or len(sources) > 1
+    for source in sources:
+        if source.startswith("<<"):
+            name = re.sub(r"^<<-?[\"']?(\w+)[\"']?$", r"\1", source)
+            path = f"{target.rstrip('/')}/{name}" if into else target
+            body = ins.heredocs.get(name, "")
+            step(
+                "RUN",
+                f"mkdir -p {shlex.quote(os.path.dirname(path))} && "
+                f"cat > {shlex.quote(path)} <<'HG_EOF'\n{body}HG_EOF",
+            )
+            continue
+        if "://" in source or source.startswith("git@"):
+            raise UnsupportedHarborTask(
+                f"{env_dir.parent.name}: {ins}: {ins.kind} from a URL needs the network", "network"
+            )
+        for match in df.context_sources(env_dir, source, patterns):
+            if ins.kind == "ADD" and (env_dir / match).is_file() and df.is_archive(match):
+                stash = f"/opt/.hg-add-{index}"
+                step("COPY", match, f"{stash}/")
+                name = shlex.quote(f"{stash}/{os.path.basename(match)}")
+                step(
+                    "RUN",
+                    f"mkdir -p {shlex.quote(target)} && tar -xf {name} -C {shlex.quote(target)} "
+                    f"&& rm -rf {stash}",
+                )
+                continue
+            files = df.context_files(env_dir, match, patterns)
+            whole = (env_dir / match).is_dir() and len(files) == _count_files(env_dir / match)
+            if not (env_dir / match).is_dir() or whole:
+                many = into or len(sources) > 1
+                step("COPY", *flags, match, f"{target.rstrip('/')}/" if many else target)
+                continue
+            for rel in files:  # .dockerignore leaves some of the folder out: file by file
+                dest_file = f"{target.rstrip('/')}/{rel}"
+                step("COPY", *flags, f"{match.rstrip('/')}/{rel}" if match != "." else rel, dest_file)
+
+
+def _count_files(folder: Path) -> int:
+    return sum(
+        len(files) + sum(os.path.islink(os.path.join(d, x)) for x in dirs)
+        for d, dirs, files in os.walk(folder)
+    )
 
 
 # -- safe copies -------------------------------------------------------------------------------

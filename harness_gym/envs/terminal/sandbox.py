@@ -635,7 +635,7 @@ class Sandbox:
             "GIT_CONFIG_NOSYSTEM": "1",
             "BASH_ENV": LIMITS_IN_SANDBOX,
         }
-        env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV}}
+        env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV if k in env}}
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code_fd = _data_fd(runner_code())
