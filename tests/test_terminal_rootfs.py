@@ -32,6 +32,8 @@ from harness_gym.envs.terminal.rootfs import (
 )
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxUnavailable, bwrap_problem, rootfs_problem
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harbor"
+
 
 def run_step(cmd: str, line: int = 0) -> BuildStep:
     return BuildStep("RUN", (cmd,), line, f"RUN {cmd}")
@@ -372,6 +374,8 @@ def test_cli_lists_builds_and_prunes(tmp_path: Path, fake_base) -> None:
         (["build", "--run", "true"], "--run needs --from IMAGE"),
         (["build"], "give Harbor task folders"),
         (["prune", "--all", "--unused-days", "3"], "not both"),
+        (["build", str(EXAMPLES / "unsupported-postgres")], "a service"),
+        (["build", str(EXAMPLES)], "no environment/Dockerfile"),
     ],
 )
 def test_cli_errors_are_one_line(argv: list[str], message: str, tmp_path: Path) -> None:
