@@ -310,3 +310,20 @@ def test_a_task_runs_through_the_harbor_backend_on_podman(podman_image: str, mon
         untouched.close()
     gone = subprocess.run([*PODMAN, "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
     assert made and made[-1].name not in gone.stdout
+
+
+def test_a_build_that_links_the_mount_points_away_writes_nothing_on_the_host() -> None:
+    """``/opt`` made a link to ``/etc`` and ``/home`` to ``/``: the sandbox's mount points
+    are made inside the built system, so the host's /etc and / get nothing."""
+    assert not os.path.lexists("/etc/harness-gym")
+    steps = [BuildStep("RUN", ("rm -rf /opt /home && ln -s /etc /opt && ln -s / /home",), 2)]
+    built = build_rootfs("python:3.11-slim", steps, None, cache=CACHE, progress=False)
+    assert not os.path.lexists("/etc/harness-gym") and not os.path.lexists("/agent")
+    assert (built.path / "etc" / "harness-gym" / "runner.py").is_file()
+    root = make_episode_dir()
+    sb = Sandbox(root, rootfs=built.path)
+    try:
+        assert sb.run("readlink /opt; echo ok > /app/x && cat /app/x").stdout == "/etc\nok\n"
+    finally:
+        sb.close()
+        remove_episode_dir(root)
