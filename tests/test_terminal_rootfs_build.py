@@ -323,7 +323,8 @@ def test_a_build_that_links_the_mount_points_away_writes_nothing_on_the_host() -
     root = make_episode_dir()
     sb = Sandbox(root, rootfs=built.path)
     try:
-        assert sb.run("readlink /opt; echo ok > /app/x && cat /app/x").stdout == "/etc\nok\n"
+        res = sb.run("readlink /opt; ls /opt/harness-gym; ls -d /home/agent; echo ok > /app/x && cat /app/x")
+        assert res.stdout.split() == ["etc", "command-limits.sh", "runner.py", "/home/agent", "ok"], res
     finally:
         sb.close()
         remove_episode_dir(root)

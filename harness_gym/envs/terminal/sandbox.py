@@ -329,7 +329,10 @@ def _system_binds(rootfs: Path | None) -> list[str]:
                 continue
             target = "/" + entry.name
             if entry.is_symlink():
-                args += ["--symlink", os.readlink(entry.path), target]
+                # relative: bwrap resolves its mount targets through these links from outside
+                # the new root, where an absolute target would name the wrong folder
+                link = os.readlink(entry.path)
+                args += ["--symlink", (link.lstrip("/") or ".") if link.startswith("/") else link, target]
             elif entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
                 args += ["--ro-bind", entry.path, target]
     return args
