@@ -32,6 +32,8 @@ from harness_gym.envs.terminal.rootfs import (
 )
 from harness_gym.envs.terminal.sandbox import Sandbox, SandboxUnavailable, bwrap_problem, rootfs_problem
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harbor"
+
 
 def run_step(cmd: str, line: int = 0) -> BuildStep:
     return BuildStep("RUN", (cmd,), line, f"RUN {cmd}")
@@ -287,9 +289,10 @@ def test_a_built_file_system_is_cached_and_records_the_dockerfile(fake_base, tmp
     assert built.env == {"PATH": "/opt/venv/bin:/usr/bin", "MODE": "test"}
     assert (built.workdir, built.user) == ("/srv/work", "web")
     assert built.base["note"].startswith("FROM python:3.11-slim -> Debian bookworm")
-    for rel in ("app", "home/agent", "opt/harness-gym/runner.py", "opt/harness-gym/command-limits.sh"):
-        assert os.path.lexists(built.path / rel), rel
-    assert (built.folder / "build.log").read_text().count("# step") == 4
+    log = (built.folder / "build.log").read_text()
+    assert log.count("# step") == 4
+    # the mount points are made in the build sandbox, after the steps (a real build: slow tests)
+    assert "output of set -e; for d in '/app' '/home/agent' '/opt/harness-gym'" in log.split("# step 4")[1]
     # the second build is the cache's: nothing runs
     monkeypatch.setattr(rootfs._Builder, "step", lambda *a: pytest.fail("rebuilt"))
     again = build_rootfs("python:3.11-slim", steps, None, cache=cache, progress=False)
@@ -372,6 +375,8 @@ def test_cli_lists_builds_and_prunes(tmp_path: Path, fake_base) -> None:
         (["build", "--run", "true"], "--run needs --from IMAGE"),
         (["build"], "give Harbor task folders"),
         (["prune", "--all", "--unused-days", "3"], "not both"),
+        (["build", str(EXAMPLES / "unsupported-postgres")], "a service"),
+        (["build", str(EXAMPLES)], "no environment/Dockerfile"),
     ],
 )
 def test_cli_errors_are_one_line(argv: list[str], message: str, tmp_path: Path) -> None:
@@ -417,3 +422,50 @@ def test_a_step_that_hangs_silently_is_killed_at_its_timeout(tmp_path: Path) -> 
         logbook.close()
     text = (tmp_path / "build.log").read_text()
     assert "started\n\n(timed out after 0.5 s)\nfine\n" == text
+
+
+def test_two_processes_building_the_same_key_build_it_once(fake_base, tmp_path: Path, monkeypatch) -> None:
+    import multiprocessing
+
+    cache, record = tmp_path / "cache", tmp_path / "steps-run.txt"
+
+    def step(self, index: int, step: BuildStep) -> None:
+        with open(record, "a") as f:
+            f.write(f"{os.getpid()} {index}\n")
+        time.sleep(0.3)  # long enough for the other process to arrive while this one builds
+
+    monkeypatch.setattr(rootfs._Builder, "step", step)
+    steps = [run_step("make one", 2), run_step("make two", 3)]
+
+    def build(queue) -> None:
+        queue.put(build_rootfs("debian:12", steps, None, cache=cache, progress=False).key)
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=build, args=(queue,)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    keys = {queue.get(timeout=5), queue.get(timeout=5)}
+    assert len(keys) == 1 and [r.key for r in list_rootfs(cache)] == list(keys)
+    lines = record.read_text().split("\n")[:-1]
+    assert len(lines) == 2 and len({line.split()[0] for line in lines}) == 1, lines
+
+
+def test_rootfs_checks_resolve_links_inside_the_root_never_on_the_host(tmp_path: Path) -> None:
+    from harness_gym.envs.terminal.sandbox import _exists_within
+
+    root = tmp_path / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    (root / "usr" / "bin" / "python3.11").touch()
+    (root / "usr" / "bin" / "python3").symlink_to("python3.11")
+    (root / "bin").symlink_to("usr/bin")
+    (root / "home").symlink_to("/")  # an absolute link: / of the root, not of the host
+    (root / "agent").mkdir()
+    assert _exists_within(root, "usr/bin/python3") and _exists_within(root, "bin/python3")
+    assert _exists_within(root, "home/agent")
+    assert not _exists_within(root, "home/etc/passwd")  # the host's /etc/passwd does not count
+    (root / "loop").symlink_to("loop")
+    assert not _exists_within(root, "loop/x")

@@ -243,3 +243,32 @@ def test_from_task_dir_says_what_it_needs_without_harbor(tmp_path: Path) -> None
             HarborBackend.from_task_dir(tmp_path, "docker", tmp_path / "trial")
     else:  # pragma: no cover - a machine with harbor installed
         pytest.skip("harbor is installed here")
+
+
+def test_binds_reach_a_harbor_environment_and_follow_their_host_folder(harbor_env, tmp_path: Path) -> None:
+    _, factory = harbor_env
+    root, solution = tmp_path / "episode", tmp_path / "solution"
+    (root / "app").mkdir(parents=True)
+    solution.mkdir()
+    backend = factory(root, SandboxLimits(timeout=10.0), binds=((solution, "/solution", False),))
+    try:
+        assert backend.run("ls -A /solution | wc -l").stdout.strip() == "0"
+        (solution / "solve.sh").write_text("echo solved > /app/out.txt\n")  # the oracle uploads it
+        assert backend.run("bash /solution/solve.sh && cat /app/out.txt").stdout == "solved\n"
+        (solution / "solve.sh").write_text("echo second\n")
+        assert backend.run("bash /solution/solve.sh").stdout == "second\n"
+    finally:
+        backend.close()
+
+
+def test_open_backend_passes_binds_to_the_sandbox() -> None:
+    root = make_episode_dir()
+    extra = root / "extra"  # beside app/ and home/: reachable for the sandbox's own uid
+    extra.mkdir(mode=0o755)
+    (extra / "f.txt").write_text("bound\n")
+    try:
+        backend = open_backend("bwrap", root, SandboxLimits(), binds=((extra, "/extra", False),))
+        assert backend.run("cat /extra/f.txt").stdout == "bound\n"
+        backend.close()
+    finally:
+        remove_episode_dir(root)

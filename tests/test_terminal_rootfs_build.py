@@ -176,3 +176,155 @@ def test_the_attack_suite_holds_over_a_built_root_file_system(built: RootFS) -> 
     tail = done.stdout[-3000:]
     assert done.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+def test_a_trixie_python_image_runs_the_sandbox_and_installs_like_the_image() -> None:
+    """python:3.13 maps to trixie: the runner works on its Python 3.13, and pip / uv install
+    into the system Python as in the python image (no EXTERNALLY-MANAGED marker)."""
+    steps = [BuildStep("RUN", ("pip install six && pip install uv && uv pip install --system attrs",), 2)]
+    built = build_rootfs("python:3.13-slim", steps, None, cache=CACHE, progress=False)
+    root = make_episode_dir()
+    sb = Sandbox(root, rootfs=built.path, env=built.env)
+    try:
+        res = sb.run(
+            "python --version; python -c 'import six, attrs; print(\"ok\")'; cd /tmp", persistent=True
+        )
+        words = res.stdout.split()
+        assert words[0] == "Python" and words[1].startswith("3.13.") and words[2:] == ["ok"], res.stdout
+        assert sb.run("pwd", persistent=True).stdout == "/tmp\n"  # the persistent shell on 3.13's runner
+    finally:
+        sb.close()
+        remove_episode_dir(root)
+
+
+# -- the Harbor backend over a real container runtime (Debian's podman, image never pulled) --
+
+#: What podman needs on this machine kind: runc (crun fails: no CAP_SYS_RESOURCE for its
+#: rlimits, no hybrid cgroups) and rlimits no higher than the caller's.
+PODMAN = ["podman", "--runtime", "runc"]
+PODMAN_RUN = ["--network", "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1000:1000"]
+
+
+class HarborInterfaceOverPodman:
+    """Harbor's environment calls (``harbor/environments/base.py``) on a podman container
+    of an image imported from a built root file system, as Harbor's docker and podman
+    environments run one: ``sleep infinity`` as the main process, ``exec`` per command
+    (``harbor/environments/docker/docker.py``: compose exec; here ``podman exec``)."""
+
+    def __init__(self, image: str) -> None:
+        import uuid
+
+        self.image, self.name = image, f"hg-test-{uuid.uuid4().hex[:10]}"
+
+    def _podman(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=timeout)
+
+    async def start(self, force_build: bool) -> None:
+        done = self._podman("run", "-d", "--name", self.name, *PODMAN_RUN, self.image, "sleep", "infinity")
+        assert done.returncode == 0, done.stderr
+
+    async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None):
+        from types import SimpleNamespace
+
+        args = ["exec", "-w", cwd or "/app"]
+        for key, value in (env or {}).items():
+            args += ["-e", f"{key}={value}"]
+        limit = timeout_sec or 60
+        inner = ["timeout", "-s", "KILL", str(limit), "bash", "-c", command]
+        try:
+            done = self._podman(*args, self.name, *inner, timeout=limit + 30)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"Command timed out after {limit} seconds") from None
+        if done.returncode == 137:
+            raise RuntimeError(f"Command timed out after {limit} seconds")
+        return SimpleNamespace(stdout=done.stdout, stderr=done.stderr, return_code=done.returncode)
+
+    async def upload_dir(self, source_dir, target_dir) -> None:
+        assert self._podman("cp", f"{source_dir}/.", f"{self.name}:{target_dir}").returncode == 0
+
+    async def download_dir(self, source_dir, target_dir) -> None:
+        Path(target_dir).mkdir(parents=True, exist_ok=True)
+        assert self._podman("cp", f"{self.name}:{source_dir}/.", str(target_dir)).returncode == 0
+
+    async def stop(self, delete: bool) -> None:
+        self._podman("rm", "-f", "-t", "0", self.name)
+
+
+@pytest.fixture(scope="session")
+def podman_image(built: RootFS):
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (apt-get install podman runc)")
+    image = f"localhost/hg-test-rootfs:{built.key[:12]}"
+    tar = subprocess.Popen(["tar", "-C", str(built.path), "-c", "."], stdout=subprocess.PIPE)
+    done = subprocess.run([*PODMAN, "import", "-", image], stdin=tar.stdout, capture_output=True, text=True)
+    tar.wait()
+    if done.returncode != 0:
+        pytest.skip(f"podman cannot import an image here: {done.stderr.strip()[-300:]}")
+    probe = subprocess.run(
+        [*PODMAN, "run", "--rm", *PODMAN_RUN, image, "true"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        subprocess.run([*PODMAN, "rmi", image], capture_output=True)
+        pytest.skip(f"podman cannot run a container here: {probe.stderr.strip()[-300:]}")
+    yield image
+    subprocess.run([*PODMAN, "rmi", "-f", image], capture_output=True)
+
+
+def test_a_task_runs_through_the_harbor_backend_on_podman(podman_image: str, monkeypatch) -> None:
+    import numpy as np
+
+    from harness_gym.core.task import Action
+    from harness_gym.envs.terminal.backends import HarborBackend
+    from harness_gym.envs.terminal.tasks import TermSortUnique
+
+    made: list[HarborInterfaceOverPodman] = []
+
+    def make(root: Path) -> HarborInterfaceOverPodman:
+        made.append(HarborInterfaceOverPodman(podman_image))
+        return made[-1]
+
+    monkeypatch.setattr(TermSortUnique, "backend", staticmethod(HarborBackend.factory(make)))
+    task = TermSortUnique()
+    try:
+        task.reset(np.random.default_rng(5))
+        backend = task._sandbox
+        assert backend.run("id -un; head -1 /etc/os-release; jq --version").stdout.splitlines() == [
+            "root",  # as in Harbor's containers
+            'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"',
+            "jq-1.6",
+        ]
+        assert backend.run("cd /tmp && export K=v", persistent=True).exit_code == 0
+        assert backend.run("pwd; echo $K", persistent=True).stdout == "/tmp\nv\n"
+        assert backend.run("sleep 20", timeout=2).timed_out
+        task.step(Action.of("run", command=task.solution()))
+        res = task.step(Action.of("submit"))
+        assert res.terminated and res.success and res.reward == 1.0, task.verdict
+    finally:
+        task.close()
+    untouched = TermSortUnique()
+    try:
+        untouched.reset(np.random.default_rng(5))
+        res = untouched.step(Action.of("submit"))
+        assert res.terminated and not res.success and res.reward == 0.0
+    finally:
+        untouched.close()
+    gone = subprocess.run([*PODMAN, "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
+    assert made and made[-1].name not in gone.stdout
+
+
+def test_a_build_that_links_the_mount_points_away_writes_nothing_on_the_host() -> None:
+    """``/opt`` made a link to ``/etc`` and ``/home`` to ``/``: the sandbox's mount points
+    are made inside the built system, so the host's /etc and / get nothing."""
+    assert not os.path.lexists("/etc/harness-gym")
+    steps = [BuildStep("RUN", ("rm -rf /opt /home && ln -s /etc /opt && ln -s / /home",), 2)]
+    built = build_rootfs("python:3.11-slim", steps, None, cache=CACHE, progress=False)
+    assert not os.path.lexists("/etc/harness-gym") and not os.path.lexists("/agent")
+    assert (built.path / "etc" / "harness-gym" / "runner.py").is_file()
+    root = make_episode_dir()
+    sb = Sandbox(root, rootfs=built.path)
+    try:
+        res = sb.run("readlink /opt; ls /opt/harness-gym; ls -d /home/agent; echo ok > /app/x && cat /app/x")
+        assert res.stdout.split() == ["etc", "command-limits.sh", "runner.py", "/home/agent", "ok"], res
+    finally:
+        sb.close()
+        remove_episode_dir(root)

@@ -102,18 +102,17 @@ def _recipes(args: argparse.Namespace) -> list[tuple[str, str, list[Any], Path |
         raise CommandError("--run needs --from IMAGE")
     if not args.folders:
         raise CommandError("give Harbor task folders to build, or --from IMAGE [--run CMD ...]")
-    try:  # the Harbor loader reads a task's Dockerfile into build steps
-        from harness_gym.envs.terminal.harbor import rootfs_recipe  # type: ignore[attr-defined]
-    except ImportError:
-        raise CommandError(
-            "building a task folder needs the Harbor loader's rootfs_recipe "
-            "(harness_gym.envs.terminal.harbor); use --from IMAGE --run CMD meanwhile"
-        ) from None
+    # the Harbor loader reads a task's Dockerfile into build steps
+    from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, rootfs_recipe
+
     out = []
     for folder in args.folders:
         if not (folder / "environment" / "Dockerfile").is_file():
             raise CommandError(f"{folder}: no environment/Dockerfile (is it a Harbor task folder?)")
-        image, steps, context = rootfs_recipe(folder)
+        try:
+            image, steps, context = rootfs_recipe(folder)
+        except UnsupportedHarborTask as err:
+            raise CommandError(f"{folder}: {err}") from None
         out.append((str(folder), image, list(steps), context))
     return out
 

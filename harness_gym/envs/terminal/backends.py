@@ -78,15 +78,19 @@ class ExecutionBackend(Protocol):
 BackendFactory = Callable[..., ExecutionBackend]
 
 
+Binds = tuple[tuple[Path, str, bool], ...]
+
+
 def bwrap_backend(
     root: Path,
     limits: SandboxLimits | None = None,
     *,
     rootfs: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    binds: Binds = (),
 ) -> ExecutionBackend:
     """The default backend: a bubblewrap :class:`Sandbox` on this machine."""
-    return Sandbox(root, limits, rootfs=rootfs, env=dict(env or {}))
+    return Sandbox(root, limits, binds=binds, rootfs=rootfs, env=dict(env or {}))
 
 
 BACKENDS: dict[str, BackendFactory] = {"bwrap": bwrap_backend}
@@ -99,9 +103,11 @@ def open_backend(
     *,
     rootfs: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    binds: Binds = (),
 ) -> ExecutionBackend:
     """The backend ``backend`` names (``"bwrap"``) or makes (a factory taking ``root``,
-    ``limits``, ``rootfs=``, ``env=``), for the episode directory ``root``."""
+    ``limits``, ``rootfs=``, ``env=``, ``binds=``), for the episode directory ``root``;
+    ``binds`` are (host folder, path, writable) folders the agent sees (e.g. ``/solution``)."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(
@@ -109,7 +115,7 @@ def open_backend(
                 "(e.g. HarborBackend.factory(make_environment))"
             )
         backend = BACKENDS[backend]
-    return backend(root, limits, rootfs=rootfs, env=env)
+    return backend(root, limits, rootfs=rootfs, env=env, binds=binds)
 
 
 # -- Harbor's environments -------------------------------------------------------------------
@@ -187,6 +193,7 @@ class HarborBackend:
         limits: SandboxLimits | None = None,
         *,
         env: Mapping[str, str] | None = None,
+        binds: Binds = (),
         user: str | int | None = None,
         force_build: bool = False,
     ) -> None:
@@ -196,6 +203,9 @@ class HarborBackend:
         self.home = self.root / "home"
         self.limits = limits or SandboxLimits()
         self.env = dict(env or {})
+        #: Host folders copied into the environment (again whenever their files change).
+        self.binds = tuple((Path(h), t, w) for h, t, w in binds)
+        self._bind_state: dict[str, tuple[Any, ...]] = {}
         self.user = user
         self.force_build = force_build
         self._loop: _Loop | None = None
@@ -214,9 +224,10 @@ class HarborBackend:
             *,
             rootfs: Any = None,
             env: Mapping[str, str] | None = None,
+            binds: Binds = (),
         ) -> ExecutionBackend:
             del rootfs
-            return cls(make_environment(root), root, limits, env=env, **options)
+            return cls(make_environment(root), root, limits, env=env, binds=binds, **options)
 
         return make
 
@@ -264,6 +275,22 @@ class HarborBackend:
             self._started = True
         if not self._uploaded:
             self._upload_app()
+        self._sync_binds()
+
+    def _sync_binds(self) -> None:
+        """Copy each bind's host folder in when its files changed since the last copy (a
+        Harbor environment has no bind mounts: e.g. the oracle's ``/solution`` is uploaded)."""
+        for host, target, _ in self.binds:
+            state = tuple(
+                (str(p.relative_to(host)), p.stat().st_size, p.stat().st_mtime_ns)
+                for p in sorted(host.rglob("*"))
+                if p.is_file() and not p.is_symlink()
+            )
+            if self._bind_state.get(target) != state:
+                self._exec(_emptied(target), 60, cwd="/")
+                if state:
+                    self._call(lambda h=host, t=target: self.environment.upload_dir(h, t))
+                self._bind_state[target] = state
 
     def _exec(
         self, command: str, timeout: float, cwd: str = APP, env: Mapping[str, str] | None = None

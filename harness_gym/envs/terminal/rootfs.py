@@ -126,7 +126,7 @@ CA_IN_BUILD = "/run/harness-gym/ca-certificates.crt"
 CONTEXT_IN_BUILD = "/run/harness-gym/context"
 #: Mount points an episode's sandbox binds over (made in every built file system).
 MOUNT_POINTS = ("opt/harness-gym/runner.py", "opt/harness-gym/command-limits.sh")
-MOUNT_DIRS = ("app", "home/agent", "opt/harness-gym", "tmp", "dev", "proc")
+MOUNT_DIRS = ("app", "home/agent", "opt/harness-gym")
 STEP_TIMEOUT = 3600.0
 LOG_TAIL_CHARS = 3000
 
@@ -873,20 +873,19 @@ class _Builder:
         return self.sandbox(" && ".join(lines), context=True, as_user=False)
 
     def finish(self) -> None:
-        """Make the mount points an episode's sandbox binds over."""
-        for rel in MOUNT_DIRS:
-            path = self.root / rel
-            if path.is_symlink():
-                path.unlink()
-            path.mkdir(parents=True, exist_ok=True)
-        for rel in MOUNT_POINTS:
-            path = self.root / rel
-            if path.is_symlink() or path.is_dir():
-                _remove(path)
-            path.touch()
-            path.chmod(0o444)
-        (self.root / "opt" / "harness-gym").chmod(0o755)
-        (self.root / "home" / "agent").chmod(0o755)
+        """Make the mount points an episode's sandbox binds over. Inside the build sandbox:
+        a path the steps made a symlink (``/opt -> /etc``) then resolves in the built system,
+        never on the host."""
+        dirs = " ".join(_quote("/" + d) for d in MOUNT_DIRS)
+        files = " ".join(_quote("/" + f) for f in MOUNT_POINTS)
+        script = (
+            f'set -e; for d in {dirs}; do if [ -L "$d" ]; then rm -f "$d"; fi; mkdir -p "$d"; done; '
+            f'for f in {files}; do rm -rf "$f"; : > "$f"; chmod 444 "$f"; done; '
+            "chmod 755 /opt/harness-gym /home/agent"
+        )
+        code = self.sandbox(script, as_user=False)
+        if code != 0:
+            raise BuildFailed(0, "(the sandbox's mount points)", self.log.tail or f"exit code {code}")
 
 
 def _quote(text: str) -> str:

@@ -329,10 +329,40 @@ def _system_binds(rootfs: Path | None) -> list[str]:
                 continue
             target = "/" + entry.name
             if entry.is_symlink():
-                args += ["--symlink", os.readlink(entry.path), target]
+                # relative: bwrap resolves its mount targets through these links from outside
+                # the new root, where an absolute target would name the wrong folder
+                link = os.readlink(entry.path)
+                args += ["--symlink", (link.lstrip("/") or ".") if link.startswith("/") else link, target]
             elif entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
                 args += ["--ro-bind", entry.path, target]
     return args
+
+
+def _exists_within(root: Path, rel: str) -> bool:
+    """Whether ``/rel`` exists in the file system rooted at ``root``, symlinks resolved as
+    they resolve inside it (an absolute link target starts again at ``root``, never on the
+    host)."""
+    todo = [p for p in rel.split("/") if p]
+    current, hops = root, 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            current = current.parent if current != root else root
+            continue
+        nxt = current / part
+        if nxt.is_symlink():
+            hops += 1
+            if hops > 40:
+                return False
+            target = os.readlink(nxt)
+            todo = [p for p in target.split("/") if p] + todo
+            if target.startswith("/"):
+                current = root
+            continue
+        if not os.path.lexists(nxt):
+            return False
+        current = nxt
+    return True
 
 
 def rootfs_problem(rootfs: str | os.PathLike[str], uid: int | None = None) -> str | None:
@@ -343,7 +373,7 @@ def rootfs_problem(rootfs: str | os.PathLike[str], uid: int | None = None) -> st
     if not root.is_dir():
         return f"the root file system {root} is not a folder"
     for rel in ROOTFS_REQUIRED:
-        if not os.path.lexists(root / rel):
+        if not _exists_within(root, rel):
             return (
                 f"the root file system {root} lacks /{rel} (build it with "
                 "harness_gym.envs.terminal.rootfs.build_rootfs, which adds the sandbox's mount points)"
