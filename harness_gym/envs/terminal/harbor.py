@@ -59,7 +59,6 @@ from harness_gym.core.task import Action, StepResult
 from harness_gym.envs.terminal import dockerfile as df
 from harness_gym.envs.terminal.sandbox import (
     VERIFIER_ENV,
-    Sandbox,
     SandboxLimits,
     copy_tree,
     remove_tree,
@@ -410,21 +409,31 @@ class HarborTask(TerminalTask):
             "steps": [s.name for s in self.steps if s.name],
         }
 
-    def make_sandbox(self, root: Path) -> Sandbox:
-        """The agent's sandbox: ``/solution`` mounted read-only from the episode directory
-        (empty until the oracle uploads the solution) and the image's ``ENV``."""
+    def make_sandbox(self, root: Path) -> Any:
+        """The agent's sandbox (from :attr:`backend`, bwrap by default): ``/solution`` mounted
+        read-only from the episode directory (empty until the oracle uploads the solution),
+        the image's ``ENV``, and the built root file system when the task needs one."""
+        from harness_gym.envs.terminal.backends import open_backend
+
         solution = root / "solution"
         solution.mkdir(exist_ok=True)
         binds = ((solution, "/solution", False),)
         if not self.build_steps:
-            return Sandbox(root, self.limits, binds=binds, env=self.image_env)
+            return open_backend(self.backend, root, self.limits, env=self.image_env, binds=binds)
         built = type(self).build_rootfs()
         if built.app.is_dir():  # what the build left in /app is the episode's start
             copy_tree(built.app, root / "app")
         for rel, content in self.steps[0].workdir_files.items():
             (root / "app" / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / "app" / rel).write_bytes(content)
-        return Sandbox(root, self.limits, binds=binds, rootfs=built.path, env={**built.env, **self.image_env})
+        return open_backend(
+            self.backend,
+            root,
+            self.limits,
+            rootfs=built.path,
+            env={**built.env, **self.image_env},
+            binds=binds,
+        )
 
     @classmethod
     def build_rootfs(cls, progress: bool | None = None) -> Any:
