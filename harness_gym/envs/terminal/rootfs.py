@@ -798,7 +798,10 @@ class _Builder:
     def sandbox(self, command: str, *, context: bool = False, as_user: bool = True) -> int:
         """Run ``command`` with ``/bin/sh -c`` as root over the build's root, host network."""
         args = ["bwrap", "--bind", str(self.root), "/", "--dev", "/dev", "--proc", "/proc"]
-        args += ["--perms", "1777", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        # /tmp is the image's own (as in `docker build`: a COPY into /tmp is there for the next
+        # RUN); /run is private (the CA bundle and the context are mounted there)
+        (self.root / "tmp").mkdir(mode=0o1777, exist_ok=True)
+        args += ["--tmpfs", "/run"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         args += ["--hostname", "buildkitsandbox", "--die-with-parent", "--new-session", "--clearenv"]
         args += ["--cap-drop", "ALL"]
