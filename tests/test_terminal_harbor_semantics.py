@@ -46,7 +46,7 @@ def test_every_fixture_folder_loads() -> None:
 
 @needs_bwrap
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("preset", ["Json", "TerminusStyle", "MiniSweAgentStyle"])
+@pytest.mark.parametrize("preset", ["TerminusStyle", "MiniSweAgentStyle"])
 def test_the_oracle_passes_and_the_untouched_instance_fails(name: str, preset: str) -> None:
     env = TerminalEnv(load_harbor_task(FIXTURES / name), harness=preset)
     try:
