@@ -27,7 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def package_specs() -> list[gym.envs.registration.EnvSpec]:
-    return [spec for spec in gym.registry.values() if spec.namespace == NAMESPACE]
+    """The (task, harness) pairs' ids (``harness_gym/Harbor-v0`` takes a task folder instead)."""
+    from harness_gym.envs.terminal.catalog import HARBOR_ENV_ID
+
+    return [
+        spec for spec in gym.registry.values() if spec.namespace == NAMESPACE and spec.id != HARBOR_ENV_ID
+    ]
 
 
 def test_every_registered_pair_binds() -> None:

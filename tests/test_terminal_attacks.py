@@ -50,15 +50,25 @@ LIMITS = SandboxLimits(
 )
 #: The environment variable that marks the unprivileged re-run (and the uid it runs as).
 UNPRIVILEGED = "HG_ATTACKS_UNPRIVILEGED"
+#: A built root file system to play the attacks over instead of the host's system
+#: (tests/test_terminal_rootfs_build.py sets it).
+ROOTFS_VARIABLE = "HG_ATTACKS_ROOTFS"
+ROOTFS = os.environ.get(ROOTFS_VARIABLE) or None
 
 
 @pytest.fixture
 def box():
     root = make_episode_dir()
-    sb = Sandbox(root, LIMITS)
+    sb = Sandbox(root, LIMITS, rootfs=ROOTFS)
     yield sb
     sb.close()
     remove_episode_dir(root)
+
+
+@pytest.mark.skipif(ROOTFS is None, reason=f"only over a built root file system ({ROOTFS_VARIABLE})")
+def test_the_attacks_run_over_the_named_root_file_system(box: Sandbox) -> None:
+    assert box.rootfs is not None and ROOTFS is not None
+    assert f"{Path(ROOTFS).absolute()}/usr /usr " in box.run("cat /proc/self/mountinfo").stdout
 
 
 def app_usage(sb: Sandbox) -> tuple[int, int]:
@@ -163,7 +173,7 @@ def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch
         needles.append(user)
     hidden = " ".join(n.encode()[::-1].hex() for n in needles)
     root = make_episode_dir()
-    sb = Sandbox(root, LIMITS)
+    sb = Sandbox(root, LIMITS, rootfs=ROOTFS)
     try:
         sb.run("sleep 5 & true")  # more processes to look at
         res = sb.run(f"python3 - {hidden} <<'EOF'\n{SEARCH}\nEOF", timeout=60)
@@ -377,7 +387,7 @@ def test_the_runner_comes_from_a_0700_folder_with_a_space(monkeypatch, tmp_path)
     monkeypatch.setattr(sandbox_module, "RUNNER", folder / "runner.py")
     monkeypatch.setattr(sandbox_module, "_runner_code", [])
     root = make_episode_dir()
-    sb = Sandbox(root, LIMITS)
+    sb = Sandbox(root, LIMITS, rootfs=ROOTFS)
     try:
         assert sb.run("echo ok").stdout == "ok\n"
     finally:
@@ -436,6 +446,7 @@ def run_as_unprivileged(uid: int, tests: list[str], timeout: float = 600) -> sub
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         UNPRIVILEGED: str(uid),
+        **({ROOTFS_VARIABLE: ROOTFS} if ROOTFS else {}),
     }
     return subprocess.run([*command, *tests], env=env, capture_output=True, text=True, timeout=timeout)
 

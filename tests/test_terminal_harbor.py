@@ -44,10 +44,7 @@ def test_fixture_folder_loads_five_tasks_and_rejects_postgres_with_its_reason() 
     tasks, rejected = load_harbor_dir(EXAMPLES)
     assert [t.task_id for t in tasks] == FIXTURES
     assert list(rejected) == ["unsupported-postgres"]
-    assert (
-        "apt-get" in rejected["unsupported-postgres"]
-        and "installs packages" in rejected["unsupported-postgres"]
-    )
+    assert "CMD service starts a program" in rejected["unsupported-postgres"]
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -111,32 +108,90 @@ def _task(
 
 
 @pytest.mark.parametrize(
-    ("dockerfile", "toml", "extra", "reason"),
+    ("dockerfile", "toml", "extra", "reason", "kind"),
     [
-        ("FROM python:3.12\nRUN pip install numpy\n", None, {}, "uses 'pip'"),
-        ("FROM debian\nRUN curl -O https://x/y\n", None, {}, "uses 'curl'"),
-        ("FROM debian\nEXPOSE 8080\n", None, {}, "EXPOSE starts or serves a service"),
-        ('FROM debian\nCMD ["python3", "-m", "http.server"]\n', None, {}, "CMD starts or serves a service"),
-        ("FROM debian\nENV API_KEY=x\n", None, {}, "ENV sets variables"),
-        ("FROM debian\nUSER nobody\n", None, {}, "one agent user"),
-        ("FROM debian\nWORKDIR /src\n", None, {}, "working directory is /app"),
-        ("FROM debian\nCOPY a.txt /etc/a.txt\n", None, {"environment__a.txt": "x"}, "outside /app"),
-        ("FROM debian\nCOPY ../secret /app/\n", None, {}, "not a file of environment/"),
-        ("FROM debian\nADD https://example.com/x.tgz /app/\n", None, {}, "needs the network"),
-        ("FROM debian\nFROBNICATE\n", None, {}, "unknown Dockerfile instruction FROBNICATE"),
-        (None, None, {"environment__docker-compose.yaml": "services: {}\n"}, "defines services"),
-        (None, '[environment]\ndocker_image = "ghcr.io/x/y:1"\n', {}, "prebuilt docker_image"),
-        (None, "[environment]\ngpus = 1\n", {}, "GPU"),
-        (None, "version = \n", {}, "not valid TOML"),
+        (
+            'FROM debian\nENTRYPOINT ["python3", "server.py"]\n',
+            None,
+            {},
+            "ENTRYPOINT python3 starts",
+            "service",
+        ),
+        ('FROM debian\nCMD ["python3", "-m", "http.server"]\n', None, {}, "CMD python3 starts", "service"),
+        (
+            "FROM debian\nHEALTHCHECK CMD curl -f localhost\n",
+            None,
+            {},
+            "HEALTHCHECK is for a service",
+            "service",
+        ),
+        (
+            "FROM debian\nRUN curl -fsSL https://example.com/x.sh | sh\n",
+            None,
+            {},
+            "outside the package",
+            "unbuildable",
+        ),
+        ("FROM golang:1.22\nWORKDIR /app\n", None, {}, "maps to no Debian base", "registry-image"),
+        ("FROM debian\nRUN true\nWORKDIR /tmp/work\nRUN apt-get -v\n", None, {}, "makes afresh", "workdir"),
+        ("FROM debian\nCOPY ../secret /app/\n", None, {}, "outside the build context", "dockerfile"),
+        ("FROM debian\nCOPY *.nothing /app/\n", None, {}, "no such file in the build context", "dockerfile"),
+        ("FROM debian\nADD https://example.com/x.tgz /app/\n", None, {}, "needs the network", "network"),
+        (
+            "FROM gcc AS b\nRUN true\nFROM debian\nCOPY --from=b /x /app/\n",
+            None,
+            {},
+            "multi-stage",
+            "multi-stage",
+        ),
+        ("FROM debian\nFROBNICATE\n", None, {}, "unknown Dockerfile instruction FROBNICATE", "dockerfile"),
+        ("FROM debian\nRUN <<EOF\necho never closed\n", None, {}, "never closed", "dockerfile"),
+        (None, None, {"environment__docker-compose.yaml": "services: {}\n"}, "defines services", "service"),
+        (
+            None,
+            '[environment]\ndocker_image = "ghcr.io/x/y:1"\n',
+            {},
+            "prebuilt docker_image",
+            "registry-image",
+        ),
+        (None, "[environment]\ngpus = 1\n", {}, "GPU", "gpu"),
+        (None, '[environment]\nos = "windows"\n', {}, "targets windows", "windows"),
+        (None, "[environment.healthcheck]\ncommand = 'true'\n", {}, "healthcheck", "service"),
+        (
+            None,
+            '[verifier.env]\nKEY = "${ANTHROPIC_API_KEY}"\n',
+            {},
+            "host variable ${ANTHROPIC_API_KEY}",
+            "host-variable",
+        ),
+        (None, "version = \n", {}, "not valid TOML", "bad-toml"),
     ],
 )
 def test_unsupported_environments_are_rejected_with_a_reason(
-    tmp_path, dockerfile, toml, extra, reason
+    tmp_path, dockerfile, toml, extra, reason, kind
 ) -> None:
     folder = _task(tmp_path, dockerfile, toml or 'version = "1.0"\n', **extra)
     with pytest.raises(UnsupportedHarborTask) as err:
         load_harbor_task(folder)
-    assert reason in str(err.value)
+    assert reason in str(err.value) and err.value.kind == kind, (str(err.value), err.value.kind)
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "extra", "reason"),
+    [
+        ("FROM python:3.12\nRUN pip install numpy\n", {}, "runs 'pip', which installs packages"),
+        ("FROM python:3.12\nRUN python3 -m pip install x\n", {}, "runs 'pip'"),
+        ("FROM debian\nRUN curl -O https://deb.debian.org/x\n", {}, "runs 'curl', which fetches"),
+        ("FROM debian\nRUN service postgresql start\n", {}, "starts a service"),
+        ("FROM debian\nRUN frobnicate --all\n", {}, "'frobnicate', which the host's base"),
+        ("FROM debian\nWORKDIR /src\n", {}, "works in /app"),
+        ("FROM debian\nCOPY a.txt /etc/a.txt\n", {"environment__a.txt": "x"}, "outside /app"),
+    ],
+)
+def test_what_the_host_tools_lack_needs_a_built_root_file_system(tmp_path, dockerfile, extra, reason) -> None:
+    task = load_harbor_task(_task(tmp_path, dockerfile, **extra))
+    assert task.build_steps and reason in task.plan.needs_build[0], task.plan.needs_build
+    assert all(step.line > 0 for step in task.build_steps if "harness-gym" not in step.text)
 
 
 def test_missing_files_are_named(tmp_path) -> None:

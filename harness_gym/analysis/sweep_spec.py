@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -232,6 +233,16 @@ def resolve_tasks(tasks: str | Sequence[str]) -> tuple[str, ...]:
         tasks = [tasks]
     names: list[str] = []
     for item in tasks:
+        if os.path.isdir(str(item)):  # a folder of Harbor task folders: its loadable tasks
+            from harness_gym.envs.terminal.harbor import register_harbor_folder
+
+            found, _ = register_harbor_folder(str(item))
+            if not found:
+                raise SweepError(
+                    f"{item}: no Harbor task folder there loads (benchmarks/harbor_tasks.py {item} says why)"
+                )
+            names.extend(found)
+            continue
         names.extend(t for t in str(item).split(",") if t)
     if not names:
         raise SweepError("no tasks given; pass task ids or 'all'")

@@ -21,7 +21,19 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import harness_gym
-from harness_gym.cli import check, evaluate, export, listing, play, report, search, serve, sweep, train
+from harness_gym.cli import (
+    check,
+    evaluate,
+    export,
+    listing,
+    play,
+    report,
+    rootfs,
+    search,
+    serve,
+    sweep,
+    train,
+)
 from harness_gym.cli.common import (
     IMPORT_OPTION,
     CLIExit,
@@ -46,6 +58,7 @@ VERBS = {
     "search": search,
     "export": export,
     "serve": serve,
+    "rootfs": rootfs,
 }
 
 

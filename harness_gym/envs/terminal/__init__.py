@@ -9,14 +9,14 @@ raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``doc
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harness_gym.core.registry import register_family
-from harness_gym.envs.terminal.catalog import TASK_CLASSES
+from harness_gym.envs.terminal.catalog import ENTRY_POINT, HARBOR_ENTRY_POINT, HARBOR_ENV_ID, TASK_CLASSES
 from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 
-ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
 TERMINAL_TASK_IDS: tuple[str, ...] = tuple(TASK_CLASSES)
 #: Names this package gives from modules it imports only when one is asked for.
 _LAZY = {
@@ -43,9 +43,18 @@ def register(add_to_task_registry: bool = False) -> list[str]:
         tasks: Any = TERMINAL_TASKS
     else:
         tasks = TASK_CLASSES
-    return register_family(
+    ids = register_family(
         tasks, ENTRY_POINT, add_to_task_registry, family=FAMILY, presets=TERMINAL_PRESET_INFO
     )
+    import gymnasium as gym
+
+    if HARBOR_ENV_ID not in gym.registry:
+        gym.register(id=HARBOR_ENV_ID, entry_point=HARBOR_ENTRY_POINT, disable_env_checker=True)
+    if os.environ.get("HARNESS_GYM_HARBOR_DIRS"):  # folders a parent process registered
+        import importlib  # (the Harbor loader registers through this package's tables)
+
+        ids += importlib.import_module("harness_gym.envs.terminal.harbor").register_remembered_folders()
+    return ids
 
 
 def __getattr__(name: str) -> Any:

@@ -35,3 +35,9 @@ TASK_CLASSES: dict[str, str] = {
     "TermCleanTempFiles": "harness_gym.envs.terminal.tasks.files:TermCleanTempFiles",
     "TermDedupeFiles": "harness_gym.envs.terminal.tasks.files:TermDedupeFiles",
 }
+
+#: What builds a terminal task's env (``task=, harness=, render_mode=, terminal=``).
+ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
+#: The Gymnasium id of one Harbor task folder: ``gym.make(HARBOR_ENV_ID, task_dir=PATH, harness=...)``.
+HARBOR_ENV_ID = "harness_gym/Harbor-v0"
+HARBOR_ENTRY_POINT = "harness_gym.envs.terminal.harbor:make_harbor_env"

@@ -95,10 +95,14 @@ def make_terminal_env(
 ) -> TerminalEnv:
     """Build a :class:`TerminalEnv` from a task id (or class / instance) and any harness form."""
     if isinstance(task, str):
+        from harness_gym.core.registry import FAMILY_TASKS, family_task
         from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
         known = {t.task_id: t for t in TERMINAL_TASKS}
-        if task not in known:
+        if task in known:
+            task = known[task]
+        elif task in FAMILY_TASKS:  # e.g. a registered Harbor task folder's
+            task = family_task(task)
+        else:
             raise KeyError(f"unknown terminal task {task!r}; terminal tasks: {sorted(known)}")
-        task = known[task]
     return TerminalEnv(task, harness=harness, render_mode=render_mode, terminal=terminal)

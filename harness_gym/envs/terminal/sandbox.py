@@ -62,6 +62,8 @@ RUNNER_IN_SANDBOX = "/opt/harness-gym/runner.py"
 LIMITS_IN_SANDBOX = "/opt/harness-gym/command-limits.sh"
 #: Where the episode directory and home appear inside the sandbox.
 APP = "/app"
+#: Variables of the agent's environment that a task's own (``Sandbox(env=...)``) never replaces.
+FIXED_AGENT_ENV = ("HOME", "USER", "LOGNAME", "BASH_ENV")
 HOME = "/home/agent"
 SYSTEM_PYTHON = "/usr/bin/python3"
 #: Host uids used for sandboxes when harness-gym runs as root (one per host process, 4000 of
@@ -242,14 +244,18 @@ def _as_user(uid: int | None) -> dict[str, Any]:
     return {"user": uid, "group": uid, "extra_groups": []}
 
 
-def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16 << 20) -> list[str]:
+def _bwrap_base(
+    uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16 << 20, rootfs: Path | None = None
+) -> list[str]:
     """bwrap's arguments for a sandbox of the system alone (no episode directory yet).
 
     Start bwrap with ``env=BWRAP_ENV`` (or none) and ``cwd="/"``: without ``--as-pid-1``
     its init is the sandbox's ``/proc/1``, whose environment the sandbox can read. Inside: no
     user namespaces can be made (bubblewrap >= 0.8), ``/dev`` is read-only (its ``/dev/shm``
     and ``/tmp`` are size-limited tmpfs), and ``/etc``'s user, group and host names are
-    neutral ones. A one-shot sandbox appends its binds, then ``--`` and a command."""
+    neutral ones. The system is the host's ``/usr`` and ``/etc``, or with ``rootfs`` that
+    file system's top-level folders (read-only; nothing of the host's system). A one-shot
+    sandbox appends its binds, then ``--`` and a command."""
     del uid  # the same arguments under every uid; kept for callers
     args = ["bwrap", "--unshare-all", "--unshare-user"]
     if bwrap_supports("--disable-userns"):  # bubblewrap >= 0.8
@@ -266,22 +272,13 @@ def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16
         "--clearenv",
         "--hostname",
         "sandbox",
-        "--ro-bind",
-        "/usr",
-        "/usr",
     ]
-    for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
-        target = os.path.join("/", name)
-        if os.path.islink(target):
-            args += ["--symlink", os.readlink(target), target]
-        elif os.path.isdir(target):
-            args += ["--ro-bind", target, target]
-    args += ["--ro-bind", "/etc", "/etc"]
+    args += _system_binds(rootfs)
     etc = neutral_etc_dir()
     for name in sorted(NEUTRAL_ETC):
-        host = os.path.join("/etc", name)
+        host = os.path.join(str(rootfs) if rootfs is not None else "/", "etc", name)
         if os.path.isfile(host) and not os.path.islink(host):
-            args += ["--ro-bind", os.path.join(etc, name), host]
+            args += ["--ro-bind", os.path.join(etc, name), os.path.join("/etc", name)]
     args += [
         "--dev",
         "/dev",
@@ -299,6 +296,100 @@ def _bwrap_base(uid: int | None, tmp_size: int = 64 << 20, *, shm_size: int = 16
         "/tmp",
     ]
     return args
+
+
+#: Top-level folders of a root file system the sandbox never takes from it (its own ones).
+ROOTFS_SKIPPED = frozenset({"dev", "proc", "sys", "tmp", "run", "app"})
+#: What a root file system must hold for the sandbox (its runner and shell, the mount points).
+ROOTFS_REQUIRED = (
+    SYSTEM_PYTHON.lstrip("/"),
+    "bin/bash",
+    "home/agent",
+    RUNNER_IN_SANDBOX.lstrip("/"),
+    LIMITS_IN_SANDBOX.lstrip("/"),
+)
+
+
+def _system_binds(rootfs: Path | None) -> list[str]:
+    """Read-only binds of the system: the host's ``/usr``, its ``/bin``, ``/lib*``, ``/sbin``
+    links and ``/etc``; or every top-level entry of ``rootfs`` but :data:`ROOTFS_SKIPPED`."""
+    if rootfs is None:
+        args = ["--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
+            target = os.path.join("/", name)
+            if os.path.islink(target):
+                args += ["--symlink", os.readlink(target), target]
+            elif os.path.isdir(target):
+                args += ["--ro-bind", target, target]
+        return args + ["--ro-bind", "/etc", "/etc"]
+    args = []
+    with os.scandir(rootfs) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name in ROOTFS_SKIPPED:
+                continue
+            target = "/" + entry.name
+            if entry.is_symlink():
+                # relative: bwrap resolves its mount targets through these links from outside
+                # the new root, where an absolute target would name the wrong folder
+                link = os.readlink(entry.path)
+                args += ["--symlink", (link.lstrip("/") or ".") if link.startswith("/") else link, target]
+            elif entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+                args += ["--ro-bind", entry.path, target]
+    return args
+
+
+def _exists_within(root: Path, rel: str) -> bool:
+    """Whether ``/rel`` exists in the file system rooted at ``root``, symlinks resolved as
+    they resolve inside it (an absolute link target starts again at ``root``, never on the
+    host)."""
+    todo = [p for p in rel.split("/") if p]
+    current, hops = root, 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            current = current.parent if current != root else root
+            continue
+        nxt = current / part
+        if nxt.is_symlink():
+            hops += 1
+            if hops > 40:
+                return False
+            target = os.readlink(nxt)
+            todo = [p for p in target.split("/") if p] + todo
+            if target.startswith("/"):
+                current = root
+            continue
+        if not os.path.lexists(nxt):
+            return False
+        current = nxt
+    return True
+
+
+def rootfs_problem(rootfs: str | os.PathLike[str], uid: int | None = None) -> str | None:
+    """Why a sandbox cannot run over ``rootfs`` (``None`` when it can): a missing runner
+    Python, shell or mount point, or (for a dedicated sandbox ``uid``) a folder on the way
+    that others cannot enter."""
+    root = Path(rootfs)
+    if not root.is_dir():
+        return f"the root file system {root} is not a folder"
+    for rel in ROOTFS_REQUIRED:
+        if not _exists_within(root, rel):
+            return (
+                f"the root file system {root} lacks /{rel} (build it with "
+                "harness_gym.envs.terminal.rootfs.build_rootfs, which adds the sandbox's mount points)"
+            )
+    if uid is not None:
+        for folder in [root, *root.absolute().parents]:
+            try:
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    return (
+                        f"{folder} cannot be entered by the sandbox's own uid (mode "
+                        f"{stat.S_IMODE(os.stat(folder).st_mode):o}); keep root file systems in a "
+                        "folder others can enter (HARNESS_GYM_ROOTFS_CACHE)"
+                    )
+            except OSError as err:
+                return f"cannot read {folder}: {err}"
+    return None
 
 
 _etc_dir: list[str] = []
@@ -467,6 +558,11 @@ class Sandbox:
     ``Sandbox(root)`` uses ``root/app`` and ``root/home`` (created if missing); call
     :meth:`run` for each command and :meth:`close` at the end (which kills every process of
     the sandbox). The runner starts at the first command, and again after a crash.
+
+    ``rootfs`` runs the sandbox (and its verifier) over a built root file system instead of
+    the host's ``/usr`` and ``/etc`` (read-only; ``/app`` is still the episode's own), and
+    ``env`` adds variables to every command (a Dockerfile's ``ENV``; the verifier gets them
+    too, under its own git and Python safety settings).
     """
 
     def __init__(
@@ -474,9 +570,20 @@ class Sandbox:
         root: Path,
         limits: SandboxLimits | None = None,
         binds: tuple[tuple[Path, str, bool], ...] = (),
+        env: dict[str, str] | None = None,
+        rootfs: str | os.PathLike[str] | None = None,
     ) -> None:
         require_bwrap()
+        #: The system the sandbox runs over: a built root file system (read-only), or the host's.
+        self.rootfs = Path(rootfs).absolute() if rootfs is not None else None
+        if self.rootfs is not None:
+            problem = rootfs_problem(self.rootfs, sandbox_uid())
+            if problem is not None:
+                raise SandboxUnavailable(problem)
         self.root = Path(root)
+        #: Variables every command of the agent sees besides the sandbox's own (e.g. a
+        #: Dockerfile's ``ENV``); the ones of :data:`FIXED_AGENT_ENV` are never replaced.
+        self.extra_env = {k: v for k, v in (env or {}).items() if k not in FIXED_AGENT_ENV}
         self.app = self.root / "app"
         self.home = self.root / "home"
         self.limits = limits or SandboxLimits()
@@ -558,11 +665,12 @@ class Sandbox:
             "GIT_CONFIG_NOSYSTEM": "1",
             "BASH_ENV": LIMITS_IN_SANDBOX,
         }
+        env = {**env, **self.extra_env, **{k: env[k] for k in FIXED_AGENT_ENV if k in env}}
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code_fd = _data_fd(runner_code())
         limits_fd = _data_fd(f"ulimit -t {int(lim.cpu_seconds)} 2>/dev/null; unset BASH_ENV\n".encode())
-        args = _bwrap_base(self.uid, lim.tmp_size, shm_size=lim.shm_size)
+        args = _bwrap_base(self.uid, lim.tmp_size, shm_size=lim.shm_size, rootfs=self.rootfs)
         args += [
             "--as-pid-1",
             "--bind",
@@ -863,12 +971,14 @@ class Sandbox:
                 os.chown(host, self.uid, self.uid)
                 for path in walk_tree(host):
                     os.lchown(path, self.uid, self.uid)
-        args = _bwrap_base(self.uid, lim.tmp_size)
+        args = _bwrap_base(self.uid, lim.tmp_size, rootfs=self.rootfs)
         args += ["--bind" if app_writable else "--ro-bind", str(self.app), APP]
         for host, target, writable in binds:
             args += ["--bind" if writable else "--ro-bind", str(host), target]
         args += ["--dir", VERIFIER_ENV["HOME"], "--chdir", cwd]
-        for key, value in {**VERIFIER_ENV, **(env or {})}.items():
+        merged = {**VERIFIER_ENV, **self.extra_env, **(env or {})}
+        merged.update({k: v for k, v in VERIFIER_ENV.items() if k in VERIFIER_FIXED or k.startswith("GIT_")})
+        for key, value in merged.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]
         shell = ["--", "/bin/bash", "--noprofile", "--norc", "-c", command]
@@ -997,6 +1107,9 @@ VERIFIER_ENV = {
     "GIT_CONFIG_KEY_3": "status.showUntrackedFiles",
     "GIT_CONFIG_VALUE_3": "all",
 }
+#: Verifier variables no task ``env`` replaces (with every ``GIT_*`` one): they keep the
+#: agent's files from configuring what the verifier runs.
+VERIFIER_FIXED = frozenset({"HOME", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE"})
 #: The file in an episode directory (outside what the sandbox mounts) naming its owner process.
 OWNER_FILE = ".hg-owner"
 EPISODE_PREFIX = "hg-term-"

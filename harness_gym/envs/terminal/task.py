@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.envs.terminal.backends import ExecutionBackend, open_backend
 from harness_gym.envs.terminal.sandbox import (
     CommandResult,
-    Sandbox,
     SandboxLimits,
     copy_tree,
     make_episode_dir,
@@ -77,12 +77,14 @@ class TerminalTask(Task):
     family: ClassVar[str | None] = "terminal"
     #: Per-command limits (subclasses may relax the timeout, e.g. for git-heavy set-ups).
     limits: ClassVar[SandboxLimits] = SandboxLimits()
+    #: Where episodes run (:mod:`harness_gym.envs.terminal.backends`): ``"bwrap"`` or a factory.
+    backend: ClassVar[Any] = "bwrap"
 
     def __init__(self, shell: str = "fresh") -> None:
         require_bwrap()
         self.shell = shell
         self._root: Path | None = None
-        self._sandbox: Sandbox | None = None
+        self._sandbox: ExecutionBackend | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -229,6 +231,11 @@ class TerminalTask(Task):
         """Fresh randomness drawn at verify time: inputs no agent can have seen or memorized."""
         return np.random.default_rng(secrets.randbits(128))
 
+    def make_sandbox(self, root: Path) -> ExecutionBackend:
+        """The episode's sandbox over the episode directory ``root``, from :attr:`backend`
+        (a subclass may add mounts or variables, e.g. a Harbor task's ``/solution`` and ``ENV``)."""
+        return open_backend(self.backend, root, self.limits)
+
     def after_setup(self) -> None:
         """Record what set-up made that the verifier needs (``self.baseline``); default none."""
 
@@ -249,7 +256,7 @@ class TerminalTask(Task):
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-        self._sandbox = Sandbox(self._root, self.limits)
+        self._sandbox = self.make_sandbox(self._root)
         for command in self.setup:
             res = self._sandbox.run(command, persistent=False, timeout=30)
             if res.exit_code != 0:
