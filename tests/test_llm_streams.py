@@ -378,3 +378,74 @@ def test_streams_against_vllm(vllm_server, servers: list[StandIn]) -> None:
     assert run([vllm_server.base_url], "rounds") == streams
     assert run([vllm_server.base_url, servers[0].base_url], "streams") == streams
     assert servers[0].count > 0
+
+
+# -- training's rollout: a generator that streams --------------------------------------------------
+
+
+class _ScriptedServer:
+    """A streaming generator whose reply depends only on (episode, turn); episode 0's first
+    turn is held until every other turn of the batch was answered (or ``give_up`` seconds)."""
+
+    def __init__(self, tokenizer: Any, others: int, give_up: float = 60.0) -> None:
+        self.tokenizer, self.others, self.give_up = tokenizer, others, give_up
+        self.pool = ThreadPoolExecutor(4)
+        self.answered = 0
+        self.during: int | None = None
+        self._cond = threading.Condition()
+
+    def reply(self, episode: int, turn: int) -> tuple[list[int], list[float]]:
+        ids = list(self.tokenizer(f"no {episode} {turn}", add_special_tokens=False)["input_ids"])
+        ids.append(self.tokenizer.eos_token_id)
+        return ids, [-0.25 * (episode + 1)] * len(ids)
+
+    def submit(self, input_ids: list[int], episode: int, turn: int) -> Future:
+        def answer() -> tuple[list[int], list[float]]:
+            if (episode, turn) == (0, 0):
+                with self._cond:
+                    self._cond.wait_for(lambda: self.answered >= self.others, timeout=self.give_up)
+                    self.during = self.answered
+            else:
+                with self._cond:
+                    self.answered += 1
+                    self._cond.notify_all()
+            return self.reply(episode, turn)
+
+        return self.pool.submit(answer)
+
+
+@pytest.mark.llm  # the embedded model's tokenizer
+def test_training_rollout_streams_and_gives_the_replies_of_batched_turns() -> None:
+    from harness_gym.llm.embedded import embedded_model_path
+    from harness_gym.train.chat_tokens import ChatTokenizer
+    from harness_gym.train.grpo_lm import load_tokenizer
+    from harness_gym.train.lm_rollout import RolloutConfig, play_episodes
+
+    tokenizer = load_tokenizer(Path(embedded_model_path()))
+    chat = ChatTokenizer(tokenizer)
+    harness = Harness(invalid_action="feedback")
+    jobs = [("ClickButton", harness, s) for s in range(4)]
+    config = RolloutConfig(max_reply_tokens=16)
+    server = _ScriptedServer(tokenizer, others=3 * STEPS)
+    turn = {"n": 0}
+
+    def batched(batch: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+        t, turn["n"] = turn["n"], turn["n"] + 1  # every episode is running at every turn here
+        assert len(batch) == 4
+        return [server.reply(i, t) for i in range(4)]
+
+    streamed = play_episodes(jobs, chat, server, config)
+    rounds = play_episodes(jobs, chat, batched, config)
+    assert server.during == 3 * STEPS  # the other episodes ran to their end meanwhile
+    assert [o.turns for o in streamed] == [STEPS] * 4
+    for a, b in zip(streamed, rounds):
+        assert (a.tokens.ids, a.tokens.logprobs, a.tokens.env_mask) == (
+            b.tokens.ids,
+            b.tokens.logprobs,
+            b.tokens.env_mask,
+        )
+        assert (a.replies, a.episode_return, a.valid_actions) == (
+            b.replies,
+            b.episode_return,
+            b.valid_actions,
+        )
