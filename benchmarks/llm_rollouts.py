@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/llm_rollouts.py [--base-url URL --model NAME] [--servers 1|2]
         [--episodes 8] [--in-flight 8] [--repeats 2] [--max-tokens 24] [--few-shot 2]
-        [--straggler-every 8] [--straggler-seconds 2] [--threads 2] [--skip-server] [--skip-in-process]
+        [--straggler-every 8] [--straggler-seconds 2] [--enforce-eager] [--threads 2]
+        [--skip-server] [--skip-in-process]
 
 The server figures are measured *interleaved*: each repeat runs every configuration once, in
 turn, so load from other work on the machine falls on all of them alike; the table gives each
@@ -71,7 +72,7 @@ def _free_port() -> int:
 
 
 def start_server(
-    log: Path, timeout: float = 900.0, cpus: str | None = None
+    log: Path, timeout: float = 900.0, cpus: str | None = None, extra: list[str] | None = None
 ) -> tuple[subprocess.Popen, str, str, float]:
     """Start scripts/vllm-server.sh on a free port (its engine bound to ``cpus``, e.g. ``"0"``,
     on a CPU build); return (process, base_url, model, seconds)."""
@@ -83,7 +84,7 @@ def start_server(
     started = time.monotonic()
     with log.open("w") as out:
         process = subprocess.Popen(
-            ["bash", str(SCRIPT), "--port", str(port)],
+            ["bash", str(SCRIPT), "--port", str(port), *(extra or [])],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -349,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--few-shot", type=int, default=2)
     parser.add_argument("--straggler-every", type=int, default=8)
     parser.add_argument("--straggler-seconds", type=float, default=2.0)
+    parser.add_argument("--enforce-eager", action="store_true", help="start the servers without compiling")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for (c)")
     parser.add_argument("--skip-server", action="store_true", help="skip (a), (b), (s), (e)")
     parser.add_argument("--skip-in-process", action="store_true", help="skip (c)")
@@ -374,7 +376,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"starting scripts/vllm-server.sh (cpus {cpus or 'all'}, log {log}) ...", flush=True
                     )
-                    process, base_url, model, seconds = start_server(log, cpus=cpus)
+                    process, base_url, model, seconds = start_server(
+                        log, cpus=cpus, extra=["--enforce-eager"] if args.enforce_eager else None
+                    )
                     processes.append(process)
                     urls.append(base_url)
                     print(f"server ready in {seconds:.0f} s at {base_url} ({model})", flush=True)
