@@ -370,18 +370,29 @@ def main(argv: list[str] | None = None) -> int:
                     if args.servers == 1 or ncpu < 2
                     else [f"0-{ncpu // 2 - 1}", f"{ncpu // 2}-{ncpu - 1}"]
                 )
-                urls = []
-                for i, cpus in enumerate(binds):
+                from concurrent.futures import ThreadPoolExecutor
+
+                def start(i: int, cpus: str | None) -> tuple[subprocess.Popen, str, str, float]:
                     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llm_rollouts-vllm-{os.getpid()}-{i}.log"
                     print(
                         f"starting scripts/vllm-server.sh (cpus {cpus or 'all'}, log {log}) ...", flush=True
                     )
-                    process, base_url, model, seconds = start_server(
-                        log, cpus=cpus, extra=["--enforce-eager"] if args.enforce_eager else None
-                    )
-                    processes.append(process)
-                    urls.append(base_url)
-                    print(f"server ready in {seconds:.0f} s at {base_url} ({model})", flush=True)
+                    extra = ["--enforce-eager"] if args.enforce_eager else None
+                    return start_server(log, cpus=cpus, extra=extra)
+
+                urls, failed = [], None
+                with ThreadPoolExecutor(len(binds)) as pool:  # the servers start side by side
+                    for future in [pool.submit(start, i, cpus) for i, cpus in enumerate(binds)]:
+                        try:
+                            process, base_url, model, seconds = future.result()
+                        except SystemExit as err:
+                            failed = err
+                            continue
+                        processes.append(process)
+                        urls.append(base_url)
+                        print(f"server ready in {seconds:.0f} s at {base_url} ({model})", flush=True)
+                if failed is not None:
+                    raise failed
             runs = bench_server(urls, model, args)
         finally:
             for process in processes:

@@ -449,3 +449,45 @@ def test_training_rollout_streams_and_gives_the_replies_of_batched_turns() -> No
             b.episode_return,
             b.valid_actions,
         )
+
+
+@pytest.mark.llm
+@pytest.mark.xdist_group("llm")
+def test_lm_sweep_on_ray_against_vllm_and_a_failing_endpoint(
+    vllm_server, servers: list[StandIn], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two Ray worker processes, the real server and a fault stand-in that answers HTTP 500
+    after a delay as the second endpoint: the rows are those of a local run through the real
+    server alone (its requests fail over), and a resume sends nothing."""
+    import ray
+    from test_llm_faults import slow
+
+    import harness_gym.analysis.sweep as sweep_module
+    from harness_gym.analysis.sweep import SweepSpec, load_rows, run_sweep
+
+    def spec(urls: str) -> SweepSpec:
+        agent = f"openai:{vllm_server.model}@{urls}?max_tokens=16&retries=1&cache=off"
+        return SweepSpec.build([agent], tasks=["ClickButton"], subset="balanced:2", seeds=3)
+
+    local = run_sweep(spec(vllm_server.base_url), tmp_path / "local", workers=0, progress=False)
+    servers[0].default = slow(0.2, status(500, {"error": {"message": "engine down"}}))
+    both = spec(f"{vllm_server.base_url},{servers[0].base_url}")
+
+    def not_here(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("language-model cells ran in the sweep's process, not on Ray")
+
+    monkeypatch.setattr(sweep_module, "run_cells_batched", not_here)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = run_sweep(both, tmp_path / "ray", workers=2, backend="ray", progress=False, in_flight=3)
+        served = vllm_server.requests_served()
+        again = run_sweep(both, tmp_path / "ray", workers=2, backend="ray", progress=False)
+        assert again.n_run == 0 and vllm_server.requests_served() == served
+    finally:
+        ray.shutdown()
+    assert local.n_errors == remote.n_errors == 0 and servers[0].count > 0
+    columns = ["index", "agent", "success", "steps", "invalid_actions", "completions", "model_identity"]
+    a, b = (
+        load_rows(tmp_path / d).sort_values("index")[columns].reset_index(drop=True) for d in ("local", "ray")
+    )
+    assert a.equals(b)
