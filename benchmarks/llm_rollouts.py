@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/llm_rollouts.py [--base-url URL --model NAME] [--servers 1|2]
         [--episodes 8] [--in-flight 8] [--repeats 2] [--max-tokens 24] [--few-shot 2]
-        [--straggler-every 8] [--straggler-seconds 2] [--enforce-eager] [--threads 2]
+        [--straggler-every 8] [--straggler-seconds 2] [--straggler-only] [--enforce-eager] [--threads 2]
         [--skip-server] [--skip-in-process]
 
 The server figures are measured *interleaved*: each repeat runs every configuration once, in
@@ -240,6 +240,8 @@ def bench_server(urls: list[str], model: str, args: argparse.Namespace) -> dict[
         both = backend(urls)
         backends.append(both)
         configs[f"{n} streams, {len(urls)} endpoints"] = lambda: rollout(both, args, n)
+    if args.straggler_only:
+        configs = {k: v for k, v in configs.items() if "straggler" in k}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     try:
         for run in configs.values():  # untimed: every prompt in the prefix caches
@@ -276,11 +278,12 @@ def report_server(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespac
             f"{median(rows, 'env_share'):>10.2%} {median(rows, 'success'):>8.0%}"
         )
     eps = {name: median(rows, "eps_per_s") for name, rows in runs.items()}
-    print(f"(a) episodes/s, {n} streams / 1 in flight: {eps[f'{n} streams'] / eps['1 in flight']:.2f}x")
-    print(
-        f"(b) env share of rollout wall time: {median(runs['1 in flight'], 'env_share'):.2%} (1 in flight), "
-        f"{median(runs[f'{n} streams'], 'env_share'):.2%} ({n} streams)"
-    )
+    if "1 in flight" in runs:
+        print(f"(a) episodes/s, {n} streams / 1 in flight: {eps[f'{n} streams'] / eps['1 in flight']:.2f}x")
+        print(
+            f"(b) env share of rollout wall time: {median(runs['1 in flight'], 'env_share'):.2%} "
+            f"(1 in flight), {median(runs[f'{n} streams'], 'env_share'):.2%} ({n} streams)"
+        )
     print(
         f"(s) one request in {args.straggler_every} held {args.straggler_seconds:g} s: streams / rounds "
         f"{eps[f'{n} streams, straggler'] / eps[f'{n} rounds, straggler']:.2f}x episodes/s"
@@ -289,7 +292,7 @@ def report_server(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespac
     if two:
         print(f"(e) episodes/s, {two[0]} / 1 endpoint: {eps[two[0]] / eps[f'{n} streams']:.2f}x")
     first = {name: rows[0]["replies"] for name, rows in runs.items()}
-    same = all(replies == first["1 in flight"] for replies in first.values())
+    same = all(replies == next(iter(first.values())) for replies in first.values())
     print(f"replies per seed identical in every configuration: {same}")
 
 
@@ -350,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--few-shot", type=int, default=2)
     parser.add_argument("--straggler-every", type=int, default=8)
     parser.add_argument("--straggler-seconds", type=float, default=2.0)
+    parser.add_argument(
+        "--straggler-only", action="store_true", help="only the straggler case (s): rounds and streams"
+    )
     parser.add_argument("--enforce-eager", action="store_true", help="start the servers without compiling")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for (c)")
     parser.add_argument("--skip-server", action="store_true", help="skip (a), (b), (s), (e)")
