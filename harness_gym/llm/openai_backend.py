@@ -2,11 +2,8 @@
 
 Requests go through the ``openai`` client with its own retries off: this backend retries
 timeouts, connection errors, HTTP 429 and 5xx itself, with exponential backoff that honours
-``Retry-After``, so it can count attempts and name what finally failed. Requests go out one
-by one as episodes need them (:meth:`OpenAIBackend.submit`, a future) or as a batch, at most
-``concurrency`` per endpoint at a time. Several base URLs serving the same model are one
-backend: attempts are spread over them and fail over between them
-(:mod:`harness_gym.llm.endpoints`). Grammars go to vLLM's structured
+``Retry-After``, so it can count attempts and name what finally failed. A batch is sent
+concurrently, at most ``concurrency`` requests at a time. Grammars go to vLLM's structured
 outputs (``extra_body={"structured_outputs": {"json" | "regex": ...}}``).
 """
 
@@ -30,6 +27,11 @@ RETRYABLE = ("connection", "timeout", "http_429", "http_5xx")
 
 class OpenAIBackend:
     """Chat completions over HTTP.
+
+    Requests go out one by one as episodes need them (:meth:`submit`, a future) or as a
+    batch, at most ``concurrency`` per endpoint at a time. Several base URLs serving the same
+    model are one backend: attempts are spread over them and fail over between them
+    (:mod:`harness_gym.llm.endpoints`).
 
     Args:
         model: the model name the server serves (``model`` of each request).
