@@ -51,6 +51,8 @@ _METER: dict[tuple[str, str, int], list[int]] = {}
 class MeteredAgent:
     """An agent that counts what it reads and writes (the cost of a harness, in characters)."""
 
+    streams = False  # never stream past the meter (``submit`` would reach the inner agent)
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
@@ -81,6 +83,19 @@ class BatchedMeteredAgent(MeteredAgent):
         for observation, action, info in zip(observations, actions, infos):
             _count(observation, action, info)
         return actions
+
+    @property
+    def streams(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.inner, "streams", False))
+
+    def submit(self, observation: str, info: dict[str, Any]) -> Any:
+        self._asked = (observation, info)
+        return self.inner.submit(observation, info)
+
+    def receive(self, result: Any) -> str:
+        action = self.inner.receive(result)
+        _count(self._asked[0], action, self._asked[1])
+        return action
 
 
 def _count(observation: Any, action: Any, info: dict[str, Any]) -> None:

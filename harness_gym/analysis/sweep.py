@@ -51,6 +51,7 @@ from harness_gym.analysis.sweep_executors import (
     ISOLATED_ATTEMPTS,
     check_importable,
     check_main_guard,
+    lm_batches,
     portable,
     run_local,
     run_ray,
@@ -152,9 +153,10 @@ def run_sweep(
 ) -> SweepResult:
     """Run the cells of ``spec`` not yet in ``out_dir``; write rows as they finish.
 
-    Cells of language-model agents run in this process with ``in_flight`` episodes at a
-    time, their requests batched (one concurrent HTTP batch, or one batched ``generate``);
-    the other cells run on the executor.
+    Cells of language-model agents run with ``in_flight`` episodes at a time, each a stream
+    of requests (a server) or all asked together (one batched ``generate`` in process): in
+    this process with the local backend, in Ray tasks with ``backend="ray"``; the other
+    cells run on the executor.
 
     Args:
         workers: processes (``0``: run in this process, no pool; handy for debugging and for
@@ -221,20 +223,19 @@ def run_sweep(
     writer = RowWriter(out / ROWS_JSONL, total, progress, f"sweep {spec.id}")
     bar.append(writer.bar)
     try:
-        if batched:
+        # Language-model cells: in this process with episode streams, or spread over Ray.
+        lm = lm_batches([portable(c) for c in batched], workers, in_flight) if backend == "ray" else []
+        if batched and not lm:
             run_cells_batched(batched, *args, writer.write, in_flight=in_flight)
-        if not todo:
-            pass
+        shipped = [portable(c) for c in todo] if workers > 0 else []
+        batches = [shipped[i : i + chunk] for i in range(0, len(shipped), chunk)]
+        if lm or (batches and backend == "ray"):
+            run_ray(batches, args, workers, writer.write, note, ray_address, lm=lm, in_flight=in_flight)
+        elif batches:
+            run_local(batches, args, workers, writer.write, note)
         elif workers == 0:
             for cell in todo:
                 writer.write([run_cell(cell, *args)])
-        else:
-            shipped = [portable(c) for c in todo]
-            batches = [shipped[i : i + chunk] for i in range(0, len(shipped), chunk)]
-            if backend == "local":
-                run_local(batches, args, workers, writer.write, note)
-            else:
-                run_ray(batches, args, workers, writer.write, note, ray_address)
     except KeyboardInterrupt:
         writer.close()
         bar.clear()

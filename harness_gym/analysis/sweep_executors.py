@@ -4,6 +4,12 @@ Each executor sends batches to :func:`~harness_gym.analysis.sweep_cell.run_cells
 the rows it gets back to ``write`` as they come. A batch whose worker process dies (killed,
 out of memory, a crash in native code) is re-run one cell at a time in fresh processes; a cell
 that kills its worker :data:`ISOLATED_ATTEMPTS` times is written as a row with an error.
+
+Cells of language-model agents run in the sweep's own process with the local backend (one
+process keeps many episode streams in flight). On Ray they are spread over the cluster too
+(:func:`run_ray` with :func:`run_lm_cells`): each task runs a batch of cells with its own
+episode streams, on whatever node Ray gives it, and reaches the agent's endpoints from there
+(``127.0.0.1`` is the node's own server; a list of URLs or a router is shared).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.analysis.agent_spec import AgentSpec
-from harness_gym.analysis.sweep_cell import WORKER_DIED, lost_row, run_cells
+from harness_gym.analysis.sweep_cell import WORKER_DIED, lost_row, run_cells, run_cells_batched
 from harness_gym.analysis.sweep_spec import Cell, SweepError
 
 BACKENDS = ("local", "ray")
@@ -23,6 +29,25 @@ BACKENDS = ("local", "ray")
 ISOLATED_ATTEMPTS = 2
 #: Where executors hand finished rows (the sweep's row writer).
 RowSink = Callable[[list[dict[str, Any]]], None]
+
+
+def run_lm_cells(
+    cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int, in_flight: int = 8
+) -> list[dict[str, Any]]:
+    """Run language-model cells with ``in_flight`` episode streams; return their rows (a Ray task)."""
+    rows: list[dict[str, Any]] = []
+    run_cells_batched(cells, sweep_id, ceiling, node_limit, rows.extend, in_flight=in_flight)
+    return rows
+
+
+def lm_batches(cells: Sequence[Cell], workers: int, in_flight: int) -> list[list[Cell]]:
+    """Language-model cells in batches for Ray tasks: enough batches to keep every worker
+    busy, each at least ``in_flight`` cells (its streams stay full) and at most four times
+    that (a task's rows come back when it ends, so a resume loses little)."""
+    import math
+
+    size = min(4 * in_flight, max(in_flight, math.ceil(len(cells) / (4 * max(workers, 1)))))
+    return [list(cells[i : i + size]) for i in range(0, len(cells), size)]
 
 
 def portable(cell: Cell) -> Cell:
@@ -125,6 +150,7 @@ class _Work:
     cells: list[Cell]
     isolated: bool = False
     attempt: int = 0
+    lm: bool = False  # language-model cells (Ray: run with episode streams)
 
 
 class _Slot:
@@ -223,9 +249,9 @@ def _requeue(
             f"(cells {work.cells[0].index}..{work.cells[-1].index}); finished rows are kept; "
             "re-running those cells one at a time in fresh processes"
         )
-        queue.extendleft(_Work([c], isolated=True) for c in reversed(work.cells))
+        queue.extendleft(_Work([c], isolated=True, lm=work.lm) for c in reversed(work.cells))
     elif work.attempt + 1 < ISOLATED_ATTEMPTS:
-        queue.appendleft(_Work(work.cells, isolated=True, attempt=work.attempt + 1))
+        queue.appendleft(_Work(work.cells, isolated=True, attempt=work.attempt + 1, lm=work.lm))
     else:
         cell = work.cells[0]
         note(
@@ -242,7 +268,13 @@ def run_ray(
     write: RowSink,
     note: Callable[[str], None],
     address: str | None,
+    lm: list[list[Cell]] | None = None,
+    in_flight: int = 8,
 ) -> None:
+    """Run every batch as a Ray task (one CPU each); rows go to ``write`` as tasks end.
+
+    ``lm``: batches of language-model cells, each run with ``in_flight`` episode streams
+    (:func:`run_lm_cells`), sent first (they mostly wait on servers)."""
     try:
         import ray
         from ray.exceptions import RayError
@@ -256,14 +288,19 @@ def run_ray(
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     remote = ray.remote(num_cpus=1, max_retries=0)(run_cells)
-    queue: deque[_Work] = deque(_Work(b) for b in batches)
+    remote_lm = ray.remote(num_cpus=1, max_retries=0)(run_lm_cells)
+    queue: deque[_Work] = deque(_Work(b, lm=True) for b in lm or [])
+    queue.extend(_Work(b) for b in batches)
     owner: dict[Any, _Work] = {}
     limit = 4 * workers
     try:
         while queue or owner:
             while queue and len(owner) < limit:
                 work = queue.popleft()
-                owner[remote.remote(work.cells, *args)] = work
+                if work.lm:
+                    owner[remote_lm.remote(work.cells, *args, in_flight)] = work
+                else:
+                    owner[remote.remote(work.cells, *args)] = work
             ready, _ = ray.wait(list(owner), num_returns=1)
             for ref in ready:
                 work = owner.pop(ref)

@@ -16,14 +16,19 @@ inside a thinking or tool-call block (:func:`~harness_gym.llm.types.is_truncated
 as an empty reply too and counted as ``truncated``, so the report tells a token limit that
 is too small from a model that writes bad actions.
 
-Many agents (one per episode in flight) share one backend; :meth:`LLMAgent.act_batch` sends
-their requests together, as one concurrent HTTP batch or one batched ``generate``.
+Many agents (one per episode in flight) share one backend. On a server backend each agent
+sends its request when its episode needs one (:meth:`LLMAgent.submit`, a future; the
+runner's streams, :func:`~harness_gym.rollout.run_batched`); on the in-process backend
+:meth:`LLMAgent.act_batch` sends the requests of every waiting episode as one batched
+``generate``. Either way a request is the same (its seed comes from the episode seed and the
+step) and so is its cache key.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import gymnasium as gym
@@ -88,6 +93,22 @@ class LLMAgent:
     def act(self, observation: str, info: dict[str, Any]) -> str:
         return LLMAgent.act_batch([self], [observation], [info])[0]
 
+    @property
+    def streams(self) -> bool:
+        """Whether this agent's requests go out one by one as episodes need them
+        (:meth:`submit`): a backend with ``submit`` (a server); else :meth:`act_batch`."""
+        return callable(getattr(self.backend, "submit", None))
+
+    def submit(self, observation: str, info: dict[str, Any]) -> Future[Completion]:
+        """Send this step's request; the future's completion goes to :meth:`receive`."""
+        request = self.request(observation, info)
+        cached = self.cache.get(request, *self._cache_id()) if self.cache else None
+        if cached is not None:
+            done: Future[Completion] = Future()
+            done.set_result(cached)
+            return done
+        return self.backend.submit(request)
+
     @staticmethod
     def act_batch(
         agents: Sequence[LLMAgent], observations: Sequence[str], infos: Sequence[dict]
@@ -114,8 +135,6 @@ class LLMAgent:
                 answers = [lost] * len(indices)
             for k, completion in zip(indices, answers):
                 completions[k] = completion
-                if agents[k].cache is not None:
-                    agents[k].cache.put(requests[k], *agents[k]._cache_id(), completion)
         return [a.receive(c) for a, c in zip(agents, completions) if c is not None]
 
     # -- one step, in two halves (so a runner can batch the middle) -------------------------
@@ -149,6 +168,8 @@ class LLMAgent:
             raise RuntimeError("receive() needs a request() first")
         observation, request = self._pending
         self._pending = None
+        if self.cache is not None and not completion.cached:
+            self.cache.put(request, *self._cache_id(), completion)
         self.completions.append(completion)
         call = completion.tool_calls[0] if completion.tool_calls else None
         if call is None and request.tools and request.grammar is not None and not completion.failed:

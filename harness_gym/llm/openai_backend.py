@@ -21,9 +21,11 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from harness_gym.llm.endpoints import EndpointPool, split_urls
 from harness_gym.llm.identity import server_identity
 from harness_gym.llm.types import ChatRequest, Completion, ToolCall, split_thinking
 
@@ -33,16 +35,23 @@ RETRYABLE = ("connection", "timeout", "http_429", "http_5xx")
 class OpenAIBackend:
     """Chat completions over HTTP.
 
+    Requests go out one by one as episodes need them (:meth:`submit`, a future) or as a
+    batch, at most ``concurrency`` per endpoint at a time. Several base URLs serving the same
+    model are one backend: attempts are spread over them and fail over between them
+    (:mod:`harness_gym.llm.endpoints`).
+
     Args:
         model: the model name the server serves (``model`` of each request).
-        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        base_url: e.g. ``http://127.0.0.1:8000/v1``; several servers of the same model as a
+            list or comma-separated (load balanced, with failover).
         api_key_env: the environment variable holding the API key (``"EMPTY"`` if unset,
             which local servers accept).
         timeout: seconds per request attempt.
-        retries: further attempts after a retryable failure.
+        retries: further attempts after a retryable failure (with several endpoints, one more
+            per further endpoint: a failed attempt is retried on another endpoint at once).
         backoff: first wait in seconds (doubles each retry, with jitter, capped at 30 s);
             a ``Retry-After`` header overrides it.
-        concurrency: most requests in flight at once.
+        concurrency: most requests in flight at once, per endpoint.
         structured_outputs: whether the server takes vLLM's ``structured_outputs`` field.
         revision: the user's name for the weights behind ``model`` (part of :attr:`identity`).
     """
@@ -52,7 +61,7 @@ class OpenAIBackend:
     def __init__(
         self,
         model: str,
-        base_url: str,
+        base_url: str | Sequence[str],
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         retries: int = 3,
@@ -65,19 +74,21 @@ class OpenAIBackend:
 
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        urls = split_urls(base_url)
         self.model_id = model
-        self.base_url = base_url
+        self.base_url = ",".join(urls)
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
         self.concurrency = int(concurrency)
         self.supports_grammar = structured_outputs
         self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=os.environ.get(api_key_env) or "EMPTY",
-            timeout=self.timeout,
-            max_retries=0,
+        key = os.environ.get(api_key_env) or "EMPTY"
+        self.endpoints = EndpointPool(
+            urls, lambda url: openai.OpenAI(base_url=url, api_key=key, timeout=self.timeout, max_retries=0)
         )
-        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="harness-gym-llm")
+        self._client = self.endpoints.endpoints[0].client
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.concurrency * len(urls), thread_name_prefix="harness-gym-llm"
+        )
         self._sleep = time.sleep
         self.revision = revision
         self._identity: str | None = None
@@ -101,19 +112,26 @@ class OpenAIBackend:
     @property
     def identity(self) -> str:
         """What the server reports about ``model`` (:func:`~harness_gym.llm.identity.server_identity`),
-        asked once; the cache key and the rows' ``model_identity``."""
+        asked once; the cache key and the rows' ``model_identity``. With several endpoints,
+        each is asked; endpoints that report different models give all their identities
+        joined by ``+`` (replies may come from any of them)."""
         with self._identity_lock:
             if self._identity is None:
-                entry = None
-                try:
-                    listed = [m.model_dump() for m in self._client.models.list()]
-                    self.served = [str(m.get("id")) for m in listed]
-                    entry = next((m for m in listed if m.get("id") == self.model_id), None)
-                except Exception:  # noqa: BLE001 - no /models: keyed by name and revision
-                    listed = None
-                if listed is None or entry is not None or not listed:
-                    self._identity = server_identity(entry, self.model_id, self.revision)
-                else:  # the server serves other models: requests will fail, do not memoize
+                answers = []
+                for endpoint in self.endpoints.endpoints:
+                    try:
+                        answers.append([m.model_dump() for m in endpoint.client.models.list()])
+                    except Exception:  # noqa: BLE001 - no /models: keyed by name and revision
+                        pass
+                if answers:
+                    self.served = sorted({str(m.get("id")) for listed in answers for m in listed})
+                entries = [e for listed in answers for e in listed if e.get("id") == self.model_id]
+                if not answers or entries or not any(answers):
+                    found = {server_identity(e, self.model_id, self.revision) for e in entries}
+                    self._identity = "+".join(sorted(found)) or server_identity(
+                        None, self.model_id, self.revision
+                    )
+                else:  # the servers serve other models: requests will fail, do not memoize
                     return server_identity(None, self.model_id, self.revision)
             return self._identity
 
@@ -122,19 +140,27 @@ class OpenAIBackend:
             return [self._complete(r) for r in requests]
         return list(self._pool.map(self._complete, requests))
 
+    def submit(self, request: ChatRequest) -> Future[Completion]:
+        """Send one request now; the future never raises (a failure is a :class:`Completion`)."""
+        return self._pool.submit(self._complete, request)
+
     def close(self) -> None:
         self._pool.shutdown(wait=False)
-        self._client.close()
+        self.endpoints.close()
 
     # -- one request ---------------------------------------------------------------------
 
     def _complete(self, request: ChatRequest) -> Completion:
         start = time.perf_counter()
         attempts = 0
+        endpoint = None
         while True:
             attempts += 1
-            completion, retry_after = self._attempt(request)
-            if completion.error_kind not in RETRYABLE or attempts > self.retries:
+            endpoint = self.endpoints.acquire(avoid=endpoint)
+            completion, retry_after = self._attempt(request, endpoint.url, endpoint.client)
+            retryable = completion.error_kind in RETRYABLE
+            self.endpoints.release(endpoint, retryable, retry_after)
+            if not retryable or attempts > self.retries + len(self.endpoints) - 1:
                 completion.latency = time.perf_counter() - start
                 completion.attempts = attempts
                 if (completion.error or "").startswith("HTTP 404"):
@@ -145,6 +171,8 @@ class OpenAIBackend:
                             f"(it serves {self.served}): {completion.error}"
                         )
                 return completion
+            if self.endpoints.other_up(endpoint):
+                continue  # fail over at once
             wait = retry_after if retry_after is not None else self.backoff * 2 ** (attempts - 1)
             self._sleep(min(30.0, wait) * (1.0 if retry_after is not None else random.uniform(0.8, 1.2)))
 
@@ -171,14 +199,14 @@ class OpenAIBackend:
             body["extra_body"] = extra
         return body
 
-    def _attempt(self, request: ChatRequest) -> tuple[Completion, float | None]:
+    def _attempt(self, request: ChatRequest, url: str, client: Any) -> tuple[Completion, float | None]:
         openai = self._openai
         try:
-            response = self._client.chat.completions.create(**self._body(request))
+            response = client.chat.completions.create(**self._body(request))
         except openai.APITimeoutError as err:
             return Completion(error_kind="timeout", error=f"no answer within {self.timeout:g} s: {err}"), None
         except openai.APIConnectionError as err:
-            return Completion(error_kind="connection", error=f"cannot reach {self.base_url}: {err}"), None
+            return Completion(error_kind="connection", error=f"cannot reach {url}: {err}"), None
         except openai.APIStatusError as err:
             return _status_error(err), _retry_after(err)
         except Exception as err:  # noqa: BLE001 - a body the client cannot read

@@ -4,7 +4,8 @@
 ``llm``                         the embedded SmolLM2-135M-Instruct, in process (transformers)
 ``hf:PATH``                     a Hugging Face model folder, in process
 ``openai:MODEL@BASE_URL``       a model served by an OpenAI-compatible server (vLLM, llama.cpp,
-                                a hosted API), e.g. ``openai:SmolLM2-135M-Instruct@http://127.0.0.1:8000/v1``
+                                a hosted API), e.g. ``openai:SmolLM2-135M-Instruct@http://127.0.0.1:8000/v1``;
+                                ``openai:MODEL@URL1,URL2``: one agent over several servers
 ==============================  ===============================================================
 
 Options follow a ``?``, separated by ``&``: ``llm?temperature=0.7&max_tokens=48``. They are
@@ -264,7 +265,13 @@ def parse_llm_spec(text: str) -> LLMSpec:
             raise LLMSpecError(
                 f"agent {text!r}: write openai:MODEL@BASE_URL, e.g. openai:my-model@http://127.0.0.1:8000/v1"
             )
-        spec = LLMSpec(text, "openai", model, url.rstrip("/"), options=options)
+        from harness_gym.llm.endpoints import split_urls
+
+        try:  # several servers of one model: openai:MODEL@URL1,URL2 (one agent)
+            urls = split_urls(url)
+        except ValueError as err:
+            raise LLMSpecError(f"agent {text!r}: {err}") from None
+        spec = LLMSpec(text, "openai", model, ",".join(urls), options=options)
     else:
         raise LLMSpecError(f"not an LLM agent spec: {text!r}; forms: llm, hf:PATH, openai:MODEL@BASE_URL")
     if body and spec.kind != "openai":

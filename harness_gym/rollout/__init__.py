@@ -1,5 +1,5 @@
-"""Rollouts: the :class:`Agent` protocol, one episode (:func:`run_episode`) and many in flight
-with their agents asked together (:func:`run_batched`).
+"""Rollouts: the :class:`Agent` protocol, one episode (:func:`run_episode`) and many in flight,
+each a stream of requests or all asked together (:func:`run_batched`).
 
 This layer sits just above the core, so baselines, language-model agents, training and
 analysis all run episodes the same way and record the same :class:`EpisodeResult`.

@@ -3,7 +3,8 @@
 An agent is anything with ``reset(seed)`` and ``act(observation, info) -> str`` (the text it
 sends to ``env.step``). A batched agent may also have a static ``act_batch(agents,
 observations, infos)`` that :func:`~harness_gym.rollout.batched.run_batched` calls for all
-running episodes at once.
+waiting episodes at once; a streaming agent has ``submit(observation, info) -> Future`` and
+``receive(result) -> str``, and each of its episodes goes on as soon as its own reply is back.
 """
 
 from __future__ import annotations

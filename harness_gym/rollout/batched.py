@@ -1,22 +1,39 @@
-"""Batched rollouts: many episodes in flight, their agents' requests sent together.
+"""Many episodes in flight: each one a stream that sends its next request when its last reply
+arrives, or (``schedule="rounds"``) all of them stepped together, round after round.
 
-:func:`run_batched` keeps up to ``in_flight`` episodes running, each in its own env. Every
-round, the agents of all running episodes that have ``act_batch`` (a static method taking
-``(agents, observations, infos)``) are asked together, so a language model answers them as
-one concurrent HTTP batch or one batched ``generate``; other agents act one at a time. It
-measures where the time goes: ``RolloutStats.env_seconds`` (reset and step) against the wall.
+:func:`run_batched` keeps up to ``in_flight`` episodes running, each in its own env. How an
+agent is asked depends on what it offers:
+
+- a *streaming* agent (``submit(observation, info) -> Future`` and ``receive(result) -> str``,
+  such as :class:`~harness_gym.llm.agent.LLMAgent` on a server backend) gets its request sent
+  as soon as its episode needs an action; the runner steps whichever episode's reply comes
+  back first. No episode waits for another's slow request (the server batches continuously).
+- a *batched* agent (a static ``act_batch(agents, observations, infos)``, such as the in-process
+  transformers backend's one ``generate``) is asked together with every other episode of the
+  same agent class that is waiting for an action;
+- any other agent acts one at a time.
+
+With ``schedule="rounds"`` every streaming request of a round is sent, then all of them are
+awaited before any episode steps (the old barrier; kept to measure what streams save). Which
+reply an episode gets never depends on the schedule: a request's seed comes from the episode
+seed and the step, and the cache keys what was asked, not when. All env work (reset, step,
+close) runs on the calling thread. ``RolloutStats.env_seconds`` (reset and step) is measured
+against the wall.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
 from harness_gym.rollout.episode import EpisodeResult, episode_result
+
+SCHEDULES = ("streams", "rounds")
 
 
 @dataclass
@@ -32,14 +49,17 @@ class Episode:
 
 @dataclass
 class RolloutStats:
-    """Where a batched rollout's time went."""
+    """Where a rollout's time went."""
 
     wall_seconds: float = 0.0
     env_seconds: float = 0.0
     agent_seconds: float = 0.0
+    #: Times the runner asked agents (a streams run: each wait for the first reply back).
     rounds: int = 0
     steps: int = 0
     episodes: int = 0
+    #: Most requests of streaming agents in flight at once.
+    peak_in_flight: int = 0
 
     @property
     def env_share(self) -> float:
@@ -57,24 +77,39 @@ class _Running:
     total: float = 0.0
 
 
+Outcome = tuple[Episode, EpisodeResult | None, BaseException | None]
+
+
+def streams(agent: Any) -> bool:
+    """Whether ``agent`` can be asked without waiting (``submit`` / ``receive``)."""
+    submit, receive = getattr(agent, "submit", None), getattr(agent, "receive", None)
+    return callable(submit) and callable(receive) and bool(getattr(agent, "streams", True))
+
+
 def run_batched(
     episodes: Sequence[Episode],
     in_flight: int = 8,
     on_result: Callable[[Episode, EpisodeResult | None, BaseException | None], None] | None = None,
     stats: RolloutStats | None = None,
-) -> list[tuple[Episode, EpisodeResult | None, BaseException | None]]:
+    schedule: str = "streams",
+) -> list[Outcome]:
     """Run every episode; return ``(episode, result, error)`` in the order they finished.
 
     An exception raised by an env or agent ends that episode only (``error`` is set and
     ``result`` is None); the others go on. Each env is closed when its episode ends.
-    ``on_result`` is called as each one finishes.
+    ``on_result`` is called as each one finishes. ``schedule``: ``"streams"`` (each episode
+    advances when its own reply is back) or ``"rounds"`` (every episode waits for the
+    slowest request of the round).
     """
     if in_flight < 1:
         raise ValueError(f"in_flight must be >= 1, got {in_flight}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     stats = stats if stats is not None else RolloutStats()
     queue = list(episodes)[::-1]
-    running: list[_Running] = []
-    out: list[tuple[Episode, EpisodeResult | None, BaseException | None]] = []
+    ready: list[_Running] = []  # episodes that need an action
+    pending: dict[Future, _Running] = {}  # streaming requests on their way
+    out: list[Outcome] = []
     wall = time.perf_counter()
 
     def finish(
@@ -90,8 +125,37 @@ def run_batched(
         if on_result is not None:
             on_result(episode, result, error)
 
-    while queue or running:
-        while queue and len(running) < in_flight:
+    def step(slot: _Running, action: Any) -> None:
+        """Step ``slot`` with ``action`` (or end it with the agent's exception)."""
+        if isinstance(action, BaseException):
+            finish(slot.episode, None, action, slot.env)
+            return
+        try:
+            t = time.perf_counter()
+            slot.observation, reward, terminated, truncated, slot.info = slot.env.step(action)
+            stats.env_seconds += time.perf_counter() - t
+            stats.steps += 1
+            slot.total += float(reward)
+        except Exception as err:  # noqa: BLE001
+            finish(slot.episode, None, err, slot.env)
+            return
+        if terminated or truncated:
+            finish(slot.episode, _result(slot), None, slot.env)
+        else:
+            ready.append(slot)
+
+    def collect(future: Future) -> None:
+        slot = pending.pop(future)
+        t = time.perf_counter()
+        try:
+            action = slot.agent.receive(future.result())
+        except Exception as err:  # noqa: BLE001
+            action = err
+        stats.agent_seconds += time.perf_counter() - t
+        step(slot, action)
+
+    while queue or ready or pending:
+        while queue and len(ready) + len(pending) < in_flight:
             episode = queue.pop()
             try:
                 started = time.perf_counter()
@@ -101,34 +165,39 @@ def run_batched(
                 t = time.perf_counter()
                 observation, info = env.reset(seed=episode.seed)
                 stats.env_seconds += time.perf_counter() - t
-                running.append(_Running(episode, env, agent, observation, info, started))
+                ready.append(_Running(episode, env, agent, observation, info, started))
             except Exception as err:  # noqa: BLE001 - recorded, the rest go on
                 finish(episode, None, err)
-        if not running:
-            continue
+        asking, ready[:] = list(ready), []
+        waiting = [s for s in asking if not streams(s.agent)]
         t = time.perf_counter()
-        actions = _act_all(running)
+        for slot in asking:
+            if streams(slot.agent):
+                try:
+                    pending[slot.agent.submit(slot.observation, slot.info)] = slot
+                except Exception as err:  # noqa: BLE001
+                    step(slot, err)
+        stats.peak_in_flight = max(stats.peak_in_flight, len(pending))
+        if waiting:  # agents that answer only when asked, on this thread
+            stats.rounds += 1
+            for slot, action in zip(waiting, _act_all(waiting)):
+                step(slot, action)
         stats.agent_seconds += time.perf_counter() - t
-        stats.rounds += 1
-        still: list[_Running] = []
-        for slot, action in zip(running, actions):
-            if isinstance(action, BaseException):
-                finish(slot.episode, None, action, slot.env)
-                continue
-            try:
-                t = time.perf_counter()
-                slot.observation, reward, terminated, truncated, slot.info = slot.env.step(action)
-                stats.env_seconds += time.perf_counter() - t
-                stats.steps += 1
-                slot.total += float(reward)
-            except Exception as err:  # noqa: BLE001
-                finish(slot.episode, None, err, slot.env)
-                continue
-            if terminated or truncated:
-                finish(slot.episode, _result(slot), None, slot.env)
-            else:
-                still.append(slot)
-        running = still
+        if not pending:
+            continue
+        if schedule == "rounds":
+            stats.rounds += 1
+            wait(list(pending))
+            for future in list(pending):
+                collect(future)
+        elif waiting:  # come back for them soon: take only what has arrived
+            for future in [f for f in pending if f.done()]:
+                collect(future)
+        else:
+            stats.rounds += 1
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in [f for f in pending if f in done]:  # in submission order
+                collect(future)
     stats.wall_seconds += time.perf_counter() - wall
     return out
 

@@ -3,11 +3,13 @@
 :class:`HarnessRollout` is called by ``GRPOTrainer`` with the prompts of one generation
 batch (each dataset row repeated ``num_generations`` times, in order). For each it plays one
 episode of the row's task seed under the row's harness (``cross`` rows: the group's ``k``-th
-completion under harness ``k mod H``), all episodes of the batch in flight at once: every
-turn is one batched ``generate`` over the episodes still running. It returns each episode as
-one token sequence (:mod:`~harness_gym.train.chat_tokens`) with the env mask, and the
-episode's return, success, harness id, share of valid actions and truncations as extra
-fields, which TRL hands to the reward functions (:mod:`~harness_gym.train.lm_rewards`).
+completion under harness ``k mod H``), all episodes of the batch in flight at once: with the
+trainer's own model every turn is one batched ``generate`` over the episodes still running;
+with a generator that streams (:class:`StreamingGenerator`, such as a generation server
+with continuous batching) each episode sends its next turn as soon as its reply is back.
+It returns each episode as one token sequence (:mod:`~harness_gym.train.chat_tokens`) with
+the env mask, and the episode's return, success, harness id, share of valid actions and
+truncations as extra fields, which TRL hands to the reward functions (:mod:`~harness_gym.train.lm_rewards`).
 
 The model sees the episode as a chat transcript (the harness's system prompt, its worked
 examples as earlier turns, then alternating observations and replies) whatever the
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.harness import Harness
@@ -33,6 +36,19 @@ from harness_gym.train.lm_dataset import EpisodeRow
 
 #: ``generate(batch_of_input_ids) -> [(reply_ids, reply_logprobs), ...]``
 Generator = Callable[[list[list[int]]], list[tuple[list[int], list[float]]]]
+Reply = tuple[list[int], list[float]]
+
+
+@runtime_checkable
+class StreamingGenerator(Protocol):
+    """A generator asked one sequence at a time, answering in its own time (a server).
+
+    ``submit(input_ids, episode, turn)`` returns a future of ``(reply_ids, reply_logprobs)``;
+    ``episode`` (the job's index) and ``turn`` let it seed each request, so an episode's
+    replies do not depend on which others run beside it or on the order replies come back.
+    """
+
+    def submit(self, input_ids: list[int], episode: int, turn: int) -> Future[Reply]: ...
 
 
 @dataclass
@@ -115,7 +131,7 @@ class _Running:
 def play_episodes(
     jobs: Sequence[tuple[str, Harness, int]],
     chat: ChatTokenizer,
-    generate: Generator,
+    generate: Generator | StreamingGenerator,
     config: RolloutConfig,
     pool: EnvPool | None = None,
     decode: Callable[[list[int]], str] | None = None,
@@ -123,8 +139,10 @@ def play_episodes(
     """Play one episode per ``(task, harness, seed)`` job, all in flight at once.
 
     ``generate`` produces the replies of every running episode for one turn (the trainer's
-    model in training; any scripted generator in tests). ``decode`` turns reply ids into the
-    text the env parses (default: the tokenizer's decode without special tokens).
+    model in training; any scripted generator in tests), or, a :class:`StreamingGenerator`,
+    one reply at a time, each episode going on as its own reply comes back. ``decode`` turns
+    reply ids into the text the env parses (default: the tokenizer's decode without special
+    tokens).
     """
     own_pool = pool is None
     pool = pool or EnvPool()
@@ -142,6 +160,9 @@ def play_episodes(
             tokens = EpisodeTokens(chat.prompt_ids(messages, tools))
             outcome = EpisodeOutcome(tokens, harness.id, seed, env_seconds=reset_seconds)
             running.append(_Running(env, task, outcome, observation, [], tools))
+        if isinstance(generate, StreamingGenerator):
+            _stream(running, chat, generate, config, decode)
+            return [r.outcome for r in running]
         while True:
             active = [r for r in running if not r.done]
             for r in active:
@@ -159,6 +180,36 @@ def play_episodes(
         if own_pool:
             pool.close()
     return [r.outcome for r in running]
+
+
+def _stream(
+    running: list[_Running],
+    chat: ChatTokenizer,
+    generate: StreamingGenerator,
+    config: RolloutConfig,
+    decode: Callable[[list[int]], str],
+) -> None:
+    """Each episode asks for its next reply when its last one is back (no turn barrier)."""
+    limit = config.max_context_tokens
+    pending: dict[Future[Reply], int] = {}
+
+    def ask(i: int) -> None:
+        r = running[i]
+        if limit is not None and len(r.outcome.tokens.ids) + config.max_reply_tokens > limit:
+            r.done = r.outcome.context_truncated = True
+            return
+        pending[generate.submit(list(r.outcome.tokens.ids), i, r.outcome.turns)] = i
+
+    for i in range(len(running)):
+        ask(i)
+    while pending:
+        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        for future in [f for f in pending if f in done]:
+            i = pending.pop(future)
+            reply_ids, logprobs = future.result()
+            _advance(running[i], reply_ids, logprobs, chat, decode, config)
+            if not running[i].done:
+                ask(i)
 
 
 def _messages(env: HarnessEnv, observation: str, turns: list[Turn]) -> list[dict[str, Any]]:
