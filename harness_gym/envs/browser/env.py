@@ -12,7 +12,9 @@ does (every harness factor applies unchanged) and adds what a real browser needs
   ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
   same instance with ``reset(seed=info["miniwob_seed"])``);
 * ``info["browser_options"]``: the browser options the env runs with (``click_mode``,
-  ``call_timeout``, ``reuse_page``, ``screenshots``);
+  ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``);
+* ``info["browser_launch_s"]``: seconds the reset spent starting a browser (under
+  ``launch_timeout``, apart from ``call_timeout``), None when it found one running;
 * with ``screenshots=True``, ``info["screenshot"]``: PNG bytes of the task area after the
   reset or the step (None after a browser failure); without it, no such key.
 """
@@ -68,6 +70,7 @@ class BrowserEnv(HarnessEnv):
         info["raw_reward"] = self.browser_task.raw_reward
         info["miniwob_seed"] = self.browser_task.seed
         info["browser_options"] = self.browser_task.options
+        info["browser_launch_s"] = self.browser_task.launch_s
         if self.browser_task.screenshots:
             info["screenshot"] = self.browser_task.screenshot
         return info

@@ -25,7 +25,9 @@ character ``type`` costs about what a 10 character one does. Tasks that read eve
 (``typing = "keys"``: the terminal, the spinner that blocks typed keys) get one key press per
 character, as before.
 
-Every reset and every step runs under the session's deadline (``call_timeout``). If Chromium
+Every reset and every step runs under the session's deadline (``call_timeout``); a reset that
+starts a browser (the first, or one after a failure) does so under the launch deadline
+(``launch_timeout``) and records the seconds it took in :attr:`BrowserTask.launch_s`. If Chromium
 dies, a page of it crashes, or it does not answer in time, the step that meets the failure
 ends the episode (``terminated``, no success) and :attr:`BrowserTask.browser_error` and
 :attr:`BrowserTask.browser_error_kind` (``browser_crashed`` or ``browser_timeout``) say what
@@ -49,6 +51,7 @@ from harness_gym.envs.browser import dom
 from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     CALL_TIMEOUT_S,
+    LAUNCH_TIMEOUT_S,
     BrowserCrashedError,
     BrowserSession,
     BrowserTimeoutError,
@@ -174,6 +177,9 @@ class BrowserTask(Task):
         self.browser_error: str | None = None
         #: ``"browser_crashed"`` or ``"browser_timeout"`` when :attr:`browser_error` is set.
         self.browser_error_kind: str | None = None
+        #: Seconds the latest reset spent starting a browser, under the launch deadline (not
+        #: ``call_timeout``); None when it found one running.
+        self.launch_s: float | None = None
 
     @property
     def has_oracle(self) -> bool:
@@ -209,6 +215,7 @@ class BrowserTask(Task):
         self.browser_error = None
         self.browser_error_kind = None
         self.screenshot = None
+        self.launch_s = None
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         session = self.session
@@ -228,6 +235,8 @@ class BrowserTask(Task):
             launches = session.launches
             try:
                 self._page, text = session.load(url, images, "__hgPage.start", args)
+                if session.launches != launches:
+                    self.launch_s = session.last_launch_s
                 break
             except BrowserCrashedError as err:
                 self._page = None
@@ -260,9 +269,11 @@ class BrowserTask(Task):
         """The browser options this task runs with (the env records them in ``info``)."""
         session = self._session
         timeout = session.call_timeout if session is not None else self.call_timeout or CALL_TIMEOUT_S
+        launch = session.launch_timeout if session is not None else LAUNCH_TIMEOUT_S
         return {
             "click_mode": self.click_mode,
             "call_timeout": timeout,
+            "launch_timeout": launch,
             "reuse_page": self.reuse_page,
             "screenshots": self.screenshots,
         }
