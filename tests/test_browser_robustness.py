@@ -320,8 +320,9 @@ def test_type_replaces_the_content_and_keeps_newlines_as_enter_key(shared: Brows
     env = make_browser_env("BrowserCopyPaste", session=shared)
     env.reset(seed=0)
     box = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
-    # what key-by-key typing gave: a newline is an Enter press (an input drops it), a tab a Tab
-    for text, value in [("first", "first"), ("x", "x"), ("", ""), ("tab\there", "tab\there"), ("a\nb", "ab")]:
+    # a newline is an Enter press (an input drops it); a tab is a Tab press, which moves the
+    # focus on (to the button: "here" is typed there, so it is lost), no literal tab is left
+    for text, value in [("first", "first"), ("x", "x"), ("", ""), ("tab\there", "tab"), ("a\nb", "ab")]:
         shared.call(env.task._page, _RECORDER)
         env.task.step(Action.of("type", ref=box["ref"], text=text))
         assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == value
@@ -361,4 +362,23 @@ def test_date_and_time_fields_are_typed_segment_by_segment(
     box = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
     env.task.step(Action.of("type", ref=box["ref"], text=text))
     assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == value
+    env.close()
+
+
+@pytest.mark.parametrize("typing", ["paste", "keys"])
+def test_a_tab_in_type_is_a_tab_key_that_moves_the_focus(shared: BrowserSession, typing: str) -> None:
+    """``type(ref, "ab\\tcd")``: no literal tab in the field; the Tab key moves the focus on, as
+    a user's does, and the text after it goes to the next field."""
+    env = make_browser_env("BrowserLoginUser", session=shared)
+    env.reset(seed=0)
+    env.task.typing = typing
+    user = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
+    env.task.step(Action.of("type", ref=user["ref"], text="alice\tse\tcret"))
+    values = shared.call(
+        env.task._page,
+        "(() => [document.getElementById('username').value, document.getElementById('password').value,"
+        " document.activeElement.tagName, document.activeElement.id])",
+    )
+    # alice, Tab to the password, "se", Tab to the Login button, "cret" typed into a button: lost
+    assert values == ["alice", "se", "BUTTON", "subbtn"], values
     env.close()

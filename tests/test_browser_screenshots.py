@@ -13,15 +13,17 @@ import struct
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import harness_gym.envs.browser as browser_pkg
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import BrowserSession, check_requirements, processes_matching
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
-from harness_gym.envs.browser.task import TASK_AREA
+from harness_gym.envs.browser.task import TASK_AREA, TASK_AREA_SIZE, png_to_rgb
 
 browser_pkg.register(add_to_task_registry=False)
 
@@ -194,3 +196,70 @@ def test_a_browser_frozen_during_the_capture_ends_the_step_within_the_deadline(
         env.close()
     time.sleep(0.2)
     assert [pid for needle in needles for pid in processes_matching(needle)] == []
+
+
+#: MiniWoB's START cover colour (``#sync-task-cover``: ``background-color: #111``).
+COVER_RGB = (17, 17, 17)
+
+
+def _cover_share(frame: np.ndarray) -> float:
+    return float(np.all(frame == COVER_RGB, axis=-1).mean())
+
+
+def test_the_final_steps_screenshot_is_the_final_page_not_the_start_cover(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserClickButton", session=session, screenshots=True)
+    for seed in (0, 1):
+        infos = play_oracle(env, seed)
+        assert infos[-1]["success"]
+        final = png_to_rgb(infos[-1]["screenshot"])
+        assert _cover_share(final) < 0.05  # the cover would fill the whole area
+        assert _cover_share(png_to_rgb(infos[0]["screenshot"])) < 0.05
+        # The final page: the yellow instruction bar on top, as on the reset's page.
+        yellow = np.all(final[:40] == (255, 255, 0), axis=-1).mean()
+        assert yellow > 0.5 and final.shape == (210, 160, 3)
+        # The cover is there in the page (MiniWoB put it up), only not in the capture.
+        task = env.browser_task
+        shown = task.session.call(task._page, "(() => core.cover_div !== null)")
+        assert shown is True
+    env.close()
+
+
+def test_rgb_array_render_mode_gives_task_area_frames(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserEnterText", session=session, render_mode="rgb_array")
+    blank = env.render()  # before the first reset: black, of the task area's size
+    assert blank.shape == (TASK_AREA_SIZE[1], TASK_AREA_SIZE[0], 3) and not blank.any()
+    _, info = env.reset(seed=3)
+    assert "screenshot" not in info  # frames are captured on render(), not with every step
+    first = env.render()
+    assert first.dtype == np.uint8 and first.shape == (210, 160, 3) and first.any()
+    box = next(n for n in env.browser_task._refs.values() if n["tag"] == "input")
+    env.step(env.format_action(Action.of("type", ref=box["ref"], text="wxyz")))
+    assert not np.array_equal(env.render(), first)  # the typed text shows
+    # With screenshots on, the frame is the step's own screenshot, decoded.
+    shots = make_browser_env("BrowserEnterText", session=session, render_mode="rgb_array", screenshots=True)
+    _, info = shots.reset(seed=3)
+    assert np.array_equal(shots.render(), png_to_rgb(info["screenshot"]))
+    assert np.array_equal(shots.render(), first)  # same seed, same page, same pixels
+    env.close()
+    shots.close()
+
+
+def test_record_video_records_browser_episodes(tmp_path: Path) -> None:
+    pytest.importorskip("moviepy", reason="gymnasium's RecordVideo needs moviepy")
+    from gymnasium.wrappers import RecordVideo
+
+    env = gym.make("harness_gym/BrowserClickButton-Json-v0", render_mode="rgb_array")
+    recorded = RecordVideo(env, str(tmp_path), episode_trigger=lambda _: True, disable_logger=True)
+    try:
+        for seed in (0, 1):
+            recorded.reset(seed=seed)
+            done = False
+            while not done:
+                _, _, terminated, truncated, _ = recorded.step(env.unwrapped.oracle_action())
+                done = terminated or truncated
+        assert len(recorded.recorded_frames) >= 2
+        assert all(f.shape == (210, 160, 3) for f in recorded.recorded_frames)
+    finally:
+        recorded.close()
+    videos = sorted(tmp_path.glob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)

@@ -151,9 +151,13 @@ SESSION_SCRIPT = """
 
 #: The bounding box of an element (``__SELECTOR__``: a JSON string) in viewport coordinates,
 #: as Playwright's ``clip`` takes it (relative to the viewport unless ``full_page``); null when
-#: the page has no such element or it has no size.
+#: the page has no such element or it has no size. MiniWoB's START cover, which its
+#: ``core.endEpisode`` lays over the task area at once, is hidden first, so a capture after the
+#: final step shows the final page (the next episode's ``startEpisodeReal`` hides it anyway).
 TASK_AREA_BOX = """
 (() => {
+  const cover = document.getElementById('sync-task-cover');
+  if (cover) cover.style.display = 'none';
   const el = document.querySelector(__SELECTOR__);
   if (!el) return null;
   const r = el.getBoundingClientRect();

@@ -33,7 +33,15 @@ from harness_gym.envs.browser.task import BrowserTask
 
 
 class BrowserEnv(HarnessEnv):
-    """A real MiniWoB++ task in headless Chromium, presented through a harness."""
+    """A real MiniWoB++ task in headless Chromium, presented through a harness.
+
+    Besides the text render modes, ``render_mode="rgb_array"``: :meth:`render` returns the
+    task area as a ``uint8`` array of height x width x 3 (see
+    :meth:`~harness_gym.envs.browser.task.BrowserTask.frame`), so Gymnasium's
+    ``RecordVideo`` records episodes.
+    """
+
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -64,6 +72,11 @@ class BrowserEnv(HarnessEnv):
             info["last_error"] = error
             info["error_kind"] = self.browser_task.browser_error_kind
         return observation, reward, terminated, truncated, self._browser_info(info)
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            return self.browser_task.frame()
+        return super().render()
 
     def _browser_info(self, info: dict[str, Any]) -> dict[str, Any]:
         info["browser_error"] = self.browser_task.browser_error

@@ -18,6 +18,10 @@ wall-clock time). The task's own JavaScript decides the reward: the episode ends
 ``core.endEpisode``, and succeeds when its raw reward is full (1.0). Reward is binary: 1 on
 success, else 0.
 
+A tab in ``type``'s text is a real Tab key press: the focus moves to the next focusable
+element (no literal tab is left in the field) and the rest of the text is typed there, key
+by key, as a user's keys would go (lost on a button).
+
 ``type`` inserts its text the way a paste does (one ``input`` event for all but the last
 character), then types the last character as a key press (``keydown``, ``keypress``,
 ``input``, ``keyup``), so a task that reacts to the end of typing still sees it; a 1,000
@@ -78,13 +82,27 @@ _QUOTED = re.compile(r'"([^"]+)"')
 #: How ``type`` enters text: ``"paste"`` (one input event, then the last character as a key
 #: press) or ``"keys"`` (a key press per character, for tasks that read every key).
 TYPING_MODES = ("paste", "keys")
-#: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter and
-#: Tab for them), so a newline still submits a form as a typed one does.
-_KEY_CHARS = re.compile(r"([\r\n\t])")
+#: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter for
+#: them), so a newline still submits a form as a typed one does. A tab is a Tab key press,
+#: which moves the focus (see ``BrowserTask._type``).
+_KEY_CHARS = re.compile(r"([\r\n])")
 #: The element a screenshot shows: MiniWoB's task area (``#wrap``: the instruction and the
 #: task, 160 x 210 CSS pixels at the top left of every task page), what Farama's env crops its
 #: screenshots to (``miniwob/screenshot.py``, ``TASK_WIDTH`` x ``TASK_HEIGHT``).
 TASK_AREA = "#wrap"
+#: The task area's size in CSS pixels (width, height), one image pixel per CSS pixel.
+TASK_AREA_SIZE = (160, 210)
+
+
+def png_to_rgb(png: bytes) -> np.ndarray:
+    """PNG bytes as an RGB array (``uint8``, height x width x 3), decoded by Pillow."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB"), dtype=np.uint8).copy()
+
 
 #: A scripted policy: the current fields in, the next canonical action out.
 Oracle = Callable[[dict[str, Any]], Action]
@@ -264,6 +282,26 @@ class BrowserTask(Task):
             self.done = True
             raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
 
+    def frame(self) -> np.ndarray:
+        """The task area as an RGB image (``uint8``, height x width x 3): the latest
+        screenshot with ``screenshots=True``, else one captured now (under the session's
+        deadline). Black, of the task area's size, when there is no page to capture (before
+        the first reset, after a browser failure)."""
+        png = self.screenshot
+        if png is None and self._page is not None and not self._closed_page():
+            try:
+                png = self.session.screenshot(self._page, TASK_AREA)
+            except BrowserCrashedError:
+                self.session.mark_broken()  # the next step meets the failure; the next reset recovers
+                png = None
+        if png is None:
+            return np.zeros((TASK_AREA_SIZE[1], TASK_AREA_SIZE[0], 3), dtype=np.uint8)
+        return png_to_rgb(png)
+
+    def _closed_page(self) -> bool:
+        session = self._session
+        return session is None or not session.is_active(self._page)
+
     @property
     def options(self) -> dict[str, Any]:
         """The browser options this task runs with (the env records them in ``info``)."""
@@ -407,14 +445,23 @@ class BrowserTask(Task):
 
     def _type(self, text: str, by_keys: bool = False) -> None:
         """Enter ``text`` into the focused field (its content selected, so it is replaced);
-        key by key for tasks that read every key and for date and time fields."""
+        key by key for tasks that read every key and for date and time fields. A tab is a
+        real Tab key: the focus moves on (as a user's Tab does), and the text after it is typed
+        key by key where the focus went (a paste would land in the last text field: Chromium
+        sends inserted text there even when a button has the focus)."""
         session, page = self.session, self._page
         if not text:
             session.keyboard(page, "press", "Backspace")
-        elif by_keys or self.typing == "keys":
-            session.keyboard(page, "type", text)
-        else:
-            for piece in _KEY_CHARS.split(text):
+            return
+        for index, part in enumerate(text.split("\t")):
+            if index:
+                session.keyboard(page, "press", "Tab")
+            if not part:
+                continue
+            if by_keys or self.typing == "keys" or index:
+                session.keyboard(page, "type", part)
+                continue
+            for piece in _KEY_CHARS.split(part):
                 if len(piece) > 1:
                     session.keyboard(page, "insert_text", piece[:-1])
                 if piece:
