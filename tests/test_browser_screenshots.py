@@ -263,3 +263,43 @@ def test_record_video_records_browser_episodes(tmp_path: Path) -> None:
         recorded.close()
     videos = sorted(tmp_path.glob("*.mp4"))
     assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
+
+
+#: CSS's named colours of click-color's palette (``COLORS`` in ``click-color.html``).
+NAMED_RGB = {
+    "red": (255, 0, 0), "blue": (0, 0, 255), "olive": (128, 128, 0), "lime": (0, 255, 0),
+    "black": (0, 0, 0), "white": (255, 255, 255), "grey": (128, 128, 128), "purple": (128, 0, 128),
+    "orange": (255, 165, 0), "yellow": (255, 255, 0), "cyan": (0, 255, 255), "pink": (255, 192, 203),
+    "magenta": (255, 0, 255),
+}  # fmt: skip
+
+
+def test_pixel_only_tasks_are_solvable_from_screenshots_but_left_out_for_text_agents(
+    session: BrowserSession,
+) -> None:
+    """click-color's answer is only in the pixels: read from the screenshot at each cell's
+    click point, it is solved with the existing click; the exclusion reason says so."""
+    from harness_gym.envs.browser.catalog import EXCLUDED
+    from harness_gym.envs.browser.tasks import _make
+
+    for name in ("click-color", "click-shades", "count-sides"):
+        assert EXCLUDED[name].startswith("for text-only agents") and "screenshots=True" in EXCLUDED[name]
+    task = _make("click-color", 3)(session=session, click_mode="cdp", screenshots=True)
+    solved = 0
+    for seed in range(12):
+        task.begin(seed)
+        words = [w for w in task.fields()["instruction"].split() if w in NAMED_RGB]
+        if not words:  # the colour is shown as a swatch, not named: skipped here
+            continue
+        image = png_to_rgb(task.screenshot)
+        cells = [ref for ref, node in task._refs.items() if not node.get("children")]  # not #area
+        want = NAMED_RGB[words[0]]
+        matching = [
+            ref for ref in cells if tuple(image[int(task._points[ref][1]), int(task._points[ref][0])]) == want
+        ]
+        assert len(matching) == 1, (seed, matching)
+        result = task.step(Action.of("click", ref=matching[0]))
+        assert result.terminated and result.success, seed
+        solved += 1
+    assert solved >= 3
+    task.close()
