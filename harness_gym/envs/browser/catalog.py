@@ -185,6 +185,32 @@ EXCLUDED: dict[str, str] = {
     ),
 }
 
+#: Tasks whose widgets keep state that a new episode in the same document does not reset
+#: (a slider's position, a date picker's month, the autocomplete's hidden accessibility text,
+#: a spinner's value, a form step): ``reuse_page=True`` still loads a fresh document for them.
+#: Found by comparing, after a whole oracle episode in the reused document, its fields and
+#: state digest with a fresh page's for the same seeds (``tests/test_browser_reuse.py``).
+REUSE_INEXACT: frozenset[str] = frozenset(
+    {
+        "use-slider",
+        "use-slider-2",
+        "form-sequence",
+        "choose-date",
+        "choose-date-easy",
+        "choose-date-medium",
+        "choose-date-nodelay",
+        "copy-paste-2",
+        "use-autocomplete",
+        "use-autocomplete-nodelay",
+        "use-spinner",
+        "book-flight",
+        "book-flight-nodelay",
+    }
+)
+#: Tasks whose reused document (``reuse_page=True``) gives the fresh page's instance.
+EXACT_REUSE: frozenset[str] = frozenset(INCLUDED) - REUSE_INEXACT
+
+
 #: Real tasks that have a pure-Python twin in the web suite (real subdomain -> web task id).
 TWINS: dict[str, str] = {
     "click-button": "ClickButton",

@@ -84,6 +84,7 @@ class BrowserEnv(HarnessEnv):
         info["miniwob_seed"] = self.browser_task.seed
         info["browser_options"] = self.browser_task.options
         info["browser_launch_s"] = self.browser_task.launch_s
+        info["page_reused"] = self.browser_task.page_reused
         if self.browser_task.screenshots:
             info["screenshot"] = self.browser_task.screenshot
         return info

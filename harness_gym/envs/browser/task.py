@@ -61,6 +61,7 @@ from harness_gym.envs.browser.browser import (
     BrowserTimeoutError,
     check_requirements,
 )
+from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
 from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
 
@@ -118,10 +119,12 @@ class BrowserTask(Task):
         call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
             starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
         reuse_page: start each episode in the previous episode's document, as Farama's env
-            does (``core.startEpisodeReal()`` again, one round trip, no page load), instead of
-            a freshly loaded one. Faster; but whatever the previous episode left in the
-            document (a widget appended to the body, a scroll position) stays, so an instance
-            can differ from the one a fresh load gives for the same seed. Off by default.
+            does (``core.startEpisodeReal()`` again, one round trip, no page load), with the
+            document's MiniWoB bookkeeping put back as a fresh load has it, instead of a
+            freshly loaded one; only for the tasks of
+            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE`, whose reused document was
+            shown to give a fresh page's fields and digest; the others still get a fresh
+            document per episode (:attr:`page_reused` says which happened). Off by default.
         screenshots: capture the task area (:data:`TASK_AREA`) as PNG bytes after every reset
             and every step, in :attr:`screenshot` (the env puts it in ``info["screenshot"]``),
             for agents that read pixels. Off by default (nothing is captured).
@@ -195,6 +198,8 @@ class BrowserTask(Task):
         self.browser_error: str | None = None
         #: ``"browser_crashed"`` or ``"browser_timeout"`` when :attr:`browser_error` is set.
         self.browser_error_kind: str | None = None
+        #: Whether the latest reset ran in the previous episode's document (``reuse_page``).
+        self.page_reused = False
         #: Seconds the latest reset spent starting a browser, under the launch deadline (not
         #: ``call_timeout``); None when it found one running.
         self.launch_s: float | None = None
@@ -237,7 +242,10 @@ class BrowserTask(Task):
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         session = self.session
-        if self.reuse_page and self._page is not None and session.is_active(self._page):
+        self.page_reused = False
+        reusable = self.reuse_page and self.subdomain in EXACT_REUSE
+        if reusable and self._page is not None and session.is_active(self._page):
+            self.page_reused = True
             try:  # Farama's way: the next episode in the same document, one round trip
                 text = session.call(self._page, "__hgPage.restart", args)
             except BrowserCrashedError as err:
