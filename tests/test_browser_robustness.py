@@ -17,6 +17,8 @@ import pytest
 
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import (
+    DRIVER_GRACE_S,
+    LAUNCH_TIMEOUT_S,
     BrowserCrashedError,
     BrowserSession,
     BrowserTimeoutError,
@@ -168,6 +170,61 @@ def test_close_of_a_frozen_browser_does_not_hang_and_leaves_no_process() -> None
     assert [pid for needle in needles for pid in processes_matching(needle)] == []
 
 
+def _driver_pid(env: BrowserEnv) -> int:
+    driver = env.task.session._handles.driver
+    assert driver is not None and driver.pid is not None
+    assert "run-driver" in open(f"/proc/{driver.pid}/cmdline", "rb").read().decode(errors="replace")
+    return driver.pid
+
+
+@pytest.mark.parametrize("when", ["step", "reset"])
+def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_reset_recovers(
+    env: BrowserEnv, when: str
+) -> None:
+    """SIGSTOP on the Node driver: killing Chromium alone cannot free the call (it waits on the
+    driver's pipe), so the watchdog kills the driver too, DRIVER_GRACE_S later."""
+    env.reset(seed=4)
+    launches = env.task.session.launches
+    old = set(env.task.session.pids())
+    node = _driver_pid(env)
+    os.kill(node, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        if when == "step":
+            _, reward, terminated, _, info = env.step(env.oracle_action())
+            assert terminated and reward == 0.0 and info["error_kind"] == "browser_timeout"
+            message = info["last_error"]
+        else:
+            with pytest.raises(BrowserTimeoutError) as caught:
+                env.reset(seed=5)
+            message = str(caught.value)
+        took = time.monotonic() - began
+    finally:
+        if os.path.exists(f"/proc/{node}"):
+            os.kill(node, signal.SIGCONT)
+    assert took < DEADLINE + DRIVER_GRACE_S + GRACE, took
+    assert "Playwright driver" in message and "next reset starts a new browser" in message
+    time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{node}") or open(f"/proc/{node}/stat").read().split(") ")[1][0] == "Z"
+    _recovers(env, old, launches)
+    assert _driver_pid(env) != node  # a new driver
+
+
+def test_a_relaunch_is_recorded_with_its_own_deadline_in_info(env: BrowserEnv) -> None:
+    _, info = env.reset(seed=4)
+    assert info["browser_launch_s"] > 0  # the first reset started the browser
+    assert info["browser_options"]["launch_timeout"] == LAUNCH_TIMEOUT_S
+    _, info = env.reset(seed=4)
+    assert info["browser_launch_s"] is None  # the browser was running
+    os.kill(browser_pid(env), signal.SIGKILL)
+    time.sleep(0.2)
+    _, info = env.reset(seed=4)
+    assert info["browser_error"] is None and info["browser_launch_s"] > 0
+    assert info["browser_launch_s"] == env.task.session.last_launch_s
+    with pytest.raises(ValueError, match="launch_timeout"):
+        BrowserSession(launch_timeout=0)
+
+
 def test_watchdog_fires_once_past_an_armed_deadline_and_never_when_disarmed() -> None:
     fired: list[float] = []
     dog = _Watchdog(lambda: fired.append(time.monotonic()))
@@ -263,8 +320,9 @@ def test_type_replaces_the_content_and_keeps_newlines_as_enter_key(shared: Brows
     env = make_browser_env("BrowserCopyPaste", session=shared)
     env.reset(seed=0)
     box = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
-    # what key-by-key typing gave: a newline is an Enter press (an input drops it), a tab a Tab
-    for text, value in [("first", "first"), ("x", "x"), ("", ""), ("tab\there", "tab\there"), ("a\nb", "ab")]:
+    # a newline is an Enter press (an input drops it); a tab is a Tab press, which moves the
+    # focus on (to the button: "here" is typed there, so it is lost), no literal tab is left
+    for text, value in [("first", "first"), ("x", "x"), ("", ""), ("tab\there", "tab"), ("a\nb", "ab")]:
         shared.call(env.task._page, _RECORDER)
         env.task.step(Action.of("type", ref=box["ref"], text=text))
         assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == value
@@ -304,4 +362,23 @@ def test_date_and_time_fields_are_typed_segment_by_segment(
     box = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
     env.task.step(Action.of("type", ref=box["ref"], text=text))
     assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == value
+    env.close()
+
+
+@pytest.mark.parametrize("typing", ["paste", "keys"])
+def test_a_tab_in_type_is_a_tab_key_that_moves_the_focus(shared: BrowserSession, typing: str) -> None:
+    """``type(ref, "ab\\tcd")``: no literal tab in the field; the Tab key moves the focus on, as
+    a user's does, and the text after it goes to the next field."""
+    env = make_browser_env("BrowserLoginUser", session=shared)
+    env.reset(seed=0)
+    env.task.typing = typing
+    user = next(n for n in walk(env.task.fields()["page"]) if n["tag"] == "input")
+    env.task.step(Action.of("type", ref=user["ref"], text="alice\tse\tcret"))
+    values = shared.call(
+        env.task._page,
+        "(() => [document.getElementById('username').value, document.getElementById('password').value,"
+        " document.activeElement.tagName, document.activeElement.id])",
+    )
+    # alice, Tab to the password, "se", Tab to the Login button, "cret" typed into a button: lost
+    assert values == ["alice", "se", "BUTTON", "subbtn"], values
     env.close()

@@ -13,15 +13,17 @@ import struct
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import harness_gym.envs.browser as browser_pkg
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import BrowserSession, check_requirements, processes_matching
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
-from harness_gym.envs.browser.task import TASK_AREA
+from harness_gym.envs.browser.task import TASK_AREA, TASK_AREA_SIZE, png_to_rgb
 
 browser_pkg.register(add_to_task_registry=False)
 
@@ -194,3 +196,110 @@ def test_a_browser_frozen_during_the_capture_ends_the_step_within_the_deadline(
         env.close()
     time.sleep(0.2)
     assert [pid for needle in needles for pid in processes_matching(needle)] == []
+
+
+#: MiniWoB's START cover colour (``#sync-task-cover``: ``background-color: #111``).
+COVER_RGB = (17, 17, 17)
+
+
+def _cover_share(frame: np.ndarray) -> float:
+    return float(np.all(frame == COVER_RGB, axis=-1).mean())
+
+
+def test_the_final_steps_screenshot_is_the_final_page_not_the_start_cover(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserClickButton", session=session, screenshots=True)
+    for seed in (0, 1):
+        infos = play_oracle(env, seed)
+        assert infos[-1]["success"]
+        final = png_to_rgb(infos[-1]["screenshot"])
+        assert _cover_share(final) < 0.05  # the cover would fill the whole area
+        assert _cover_share(png_to_rgb(infos[0]["screenshot"])) < 0.05
+        # The final page: the yellow instruction bar on top, as on the reset's page.
+        yellow = np.all(final[:40] == (255, 255, 0), axis=-1).mean()
+        assert yellow > 0.5 and final.shape == (210, 160, 3)
+        # The cover is there in the page (MiniWoB put it up), only not in the capture.
+        task = env.browser_task
+        shown = task.session.call(task._page, "(() => core.cover_div !== null)")
+        assert shown is True
+    env.close()
+
+
+def test_rgb_array_render_mode_gives_task_area_frames(session: BrowserSession) -> None:
+    env = make_browser_env("BrowserEnterText", session=session, render_mode="rgb_array")
+    blank = env.render()  # before the first reset: black, of the task area's size
+    assert blank.shape == (TASK_AREA_SIZE[1], TASK_AREA_SIZE[0], 3) and not blank.any()
+    _, info = env.reset(seed=3)
+    assert "screenshot" not in info  # frames are captured on render(), not with every step
+    first = env.render()
+    assert first.dtype == np.uint8 and first.shape == (210, 160, 3) and first.any()
+    box = next(n for n in env.browser_task._refs.values() if n["tag"] == "input")
+    env.step(env.format_action(Action.of("type", ref=box["ref"], text="wxyz")))
+    assert not np.array_equal(env.render(), first)  # the typed text shows
+    # With screenshots on, the frame is the step's own screenshot, decoded.
+    shots = make_browser_env("BrowserEnterText", session=session, render_mode="rgb_array", screenshots=True)
+    _, info = shots.reset(seed=3)
+    assert np.array_equal(shots.render(), png_to_rgb(info["screenshot"]))
+    assert np.array_equal(shots.render(), first)  # same seed, same page, same pixels
+    env.close()
+    shots.close()
+
+
+def test_record_video_records_browser_episodes(tmp_path: Path) -> None:
+    pytest.importorskip("moviepy", reason="gymnasium's RecordVideo needs moviepy")
+    from gymnasium.wrappers import RecordVideo
+
+    env = gym.make("harness_gym/BrowserClickButton-Json-v0", render_mode="rgb_array")
+    recorded = RecordVideo(env, str(tmp_path), episode_trigger=lambda _: True, disable_logger=True)
+    try:
+        for seed in (0, 1):
+            recorded.reset(seed=seed)
+            done = False
+            while not done:
+                _, _, terminated, truncated, _ = recorded.step(env.unwrapped.oracle_action())
+                done = terminated or truncated
+        assert len(recorded.recorded_frames) >= 2
+        assert all(f.shape == (210, 160, 3) for f in recorded.recorded_frames)
+    finally:
+        recorded.close()
+    videos = sorted(tmp_path.glob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
+
+
+#: CSS's named colours of click-color's palette (``COLORS`` in ``click-color.html``).
+NAMED_RGB = {
+    "red": (255, 0, 0), "blue": (0, 0, 255), "olive": (128, 128, 0), "lime": (0, 255, 0),
+    "black": (0, 0, 0), "white": (255, 255, 255), "grey": (128, 128, 128), "purple": (128, 0, 128),
+    "orange": (255, 165, 0), "yellow": (255, 255, 0), "cyan": (0, 255, 255), "pink": (255, 192, 203),
+    "magenta": (255, 0, 255),
+}  # fmt: skip
+
+
+def test_pixel_only_tasks_are_solvable_from_screenshots_but_left_out_for_text_agents(
+    session: BrowserSession,
+) -> None:
+    """click-color's answer is only in the pixels: read from the screenshot at each cell's
+    click point, it is solved with the existing click; the exclusion reason says so."""
+    from harness_gym.envs.browser.catalog import EXCLUDED
+    from harness_gym.envs.browser.tasks import _make
+
+    for name in ("click-color", "click-shades", "count-sides"):
+        assert EXCLUDED[name].startswith("for text-only agents") and "screenshots=True" in EXCLUDED[name]
+    task = _make("click-color", 3)(session=session, click_mode="cdp", screenshots=True)
+    solved = 0
+    for seed in range(12):
+        task.begin(seed)
+        words = [w for w in task.fields()["instruction"].split() if w in NAMED_RGB]
+        if not words:  # the colour is shown as a swatch, not named: skipped here
+            continue
+        image = png_to_rgb(task.screenshot)
+        cells = [ref for ref, node in task._refs.items() if not node.get("children")]  # not #area
+        want = NAMED_RGB[words[0]]
+        matching = [
+            ref for ref in cells if tuple(image[int(task._points[ref][1]), int(task._points[ref][0])]) == want
+        ]
+        assert len(matching) == 1, (seed, matching)
+        result = task.step(Action.of("click", ref=matching[0]))
+        assert result.terminated and result.success, seed
+        solved += 1
+    assert solved >= 3
+    task.close()

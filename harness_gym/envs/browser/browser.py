@@ -20,7 +20,11 @@
   reset or step, however many DevTools calls it makes). A watchdog thread kills the browser
   when a call outlives it, and a page's Playwright ``crash`` event (a renderer died) kills it
   at once, so the blocked call fails instead of waiting forever for a page that will never
-  answer. The call then raises :class:`BrowserTimeoutError` or :class:`BrowserCrashedError`;
+  answer. A call still blocked :data:`DRIVER_GRACE_S` after that waits on a Playwright driver
+  (the Node process between Python and Chromium) that does not answer either, frozen say:
+  the watchdog kills the driver too, and the next start runs a new one. Starting the browser
+  has a deadline of its own (``launch_timeout``), recorded apart (``last_launch_s``).
+  The call then raises :class:`BrowserTimeoutError` or :class:`BrowserCrashedError`;
   the session is broken and the next :meth:`BrowserSession.load` starts a new browser.
 * **Clean close.** :meth:`BrowserSession.close` closes the browser and, as a last resort,
   kills any process of that browser that is still alive (found by a session tag in its
@@ -77,6 +81,9 @@ VIEWPORT = {"width": 500, "height": 600}
 CALL_TIMEOUT_S = 15.0
 #: Longest wait for Chromium to start (seconds).
 LAUNCH_TIMEOUT_S = 30.0
+#: How long a call may stay blocked after the watchdog killed its browser before the
+#: Playwright driver (a Node process that may itself be frozen) is killed too (seconds).
+DRIVER_GRACE_S = 1.0
 #: Longest wait for a browser that answers to close before it is killed (seconds).
 CLOSE_TIMEOUT_S = 5.0
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
@@ -144,9 +151,13 @@ SESSION_SCRIPT = """
 
 #: The bounding box of an element (``__SELECTOR__``: a JSON string) in viewport coordinates,
 #: as Playwright's ``clip`` takes it (relative to the viewport unless ``full_page``); null when
-#: the page has no such element or it has no size.
+#: the page has no such element or it has no size. MiniWoB's START cover, which its
+#: ``core.endEpisode`` lays over the task area at once, is hidden first, so a capture after the
+#: final step shows the final page (the next episode's ``startEpisodeReal`` hides it anyway).
 TASK_AREA_BOX = """
 (() => {
+  const cover = document.getElementById('sync-task-cover');
+  if (cover) cover.style.display = 'none';
   const el = document.querySelector(__SELECTOR__);
   if (!el) return null;
   const r = el.getBoundingClientRect();
@@ -210,36 +221,80 @@ def check_requirements() -> str:
 
 # -- the Playwright driver, shared per (process, thread) -----------------------------------
 
-_drivers: dict[tuple[int, int], list[Any]] = {}  # key -> [playwright, refcount]
+
+class _Driver:
+    """One Playwright driver (a Node process) and how many sessions use it."""
+
+    def __init__(self) -> None:
+        from playwright.sync_api import sync_playwright
+
+        manager = sync_playwright()
+        before = set(_driver_children())
+        self.playwright = manager.start()
+        self.users = 0
+        self.dead = False
+        transport = getattr(getattr(manager, "_client", None), "_transport", None)
+        proc = getattr(transport, "_proc", None)
+        found = sorted(set(_driver_children()) - before)
+        #: The Node process, which the watchdog kills when it does not answer.
+        self.pid: int | None = getattr(proc, "pid", None) or (found[0] if found else None)
+
+    def kill(self) -> None:
+        """Kill the Node process: every call waiting on it fails at once."""
+        self.dead = True
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        try:
+            self.playwright.stop()
+        except Exception:  # noqa: BLE001 - a dead driver is already stopped
+            pass
+
+
+_drivers: dict[tuple[int, int], _Driver] = {}
 _drivers_lock = threading.Lock()
 
 
-def _acquire_driver() -> Any:
-    from playwright.sync_api import sync_playwright
+def _driver_children() -> list[int]:
+    """Child processes of this one that run a Playwright driver (``run-driver``)."""
+    if not os.path.isdir("/proc"):
+        return []
+    own, out = str(os.getpid()), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2 :].split(" ")[1] == own and "run-driver" in _cmdline(int(entry)):
+                out.append(int(entry))
+    return out
 
+
+def _acquire_driver() -> _Driver:
+    """The driver of this (process, thread), started (again, if the last one was killed)."""
     key = (os.getpid(), threading.get_ident())
     with _drivers_lock:
-        entry = _drivers.get(key)
-        if entry is None:
-            entry = _drivers[key] = [sync_playwright().start(), 0]
-        entry[1] += 1
-        return entry[0]
+        driver = _drivers.get(key)
+        if driver is None or driver.dead:
+            driver = _drivers[key] = _Driver()
+        driver.users += 1
+        return driver
 
 
-def _release_driver(key: tuple[int, int]) -> None:
+def _release_driver(driver: _Driver, key: tuple[int, int]) -> None:
     with _drivers_lock:
-        entry = _drivers.get(key)
-        if entry is None:
+        driver.users -= 1
+        if driver.users > 0:
             return
-        entry[1] -= 1
-        if entry[1] > 0:
-            return
-        del _drivers[key]
+        if _drivers.get(key) is driver:
+            del _drivers[key]
     if key == (os.getpid(), threading.get_ident()):
-        try:
-            entry[0].stop()
-        except Exception:  # noqa: BLE001 - a dead driver is already stopped
-            pass
+        driver.stop()
 
 
 # -- processes ----------------------------------------------------------------------------
@@ -368,6 +423,7 @@ class _Handles:
 
     def __init__(self) -> None:
         self.browser: Any = None
+        self.driver: _Driver | None = None
         self.driver_key: tuple[int, int] | None = None
         #: Strings found only in this browser's processes: an environment variable that the
         #: browser (and its crash handler) inherit, and the private profile directory that
@@ -378,10 +434,21 @@ class _Handles:
         #: Why the browser was killed during a call: "timeout" (watchdog) or "crash" (a page's
         #: ``crash`` event); None while it is fine.
         self.failure: str | None = None
+        #: Whether the watchdog killed the Playwright driver (it did not answer either).
+        self.driver_killed = False
         self.watchdog = _Watchdog(self.on_timeout)
 
     def on_timeout(self) -> None:
-        self.fail("timeout")
+        """The deadline passed: kill the browser; if the call is still blocked
+        :data:`DRIVER_GRACE_S` later (a frozen Playwright driver does not pass on the
+        browser's death), kill the driver too."""
+        if self.failure is None:
+            self.fail("timeout")
+            self.watchdog.arm(DRIVER_GRACE_S)
+            return
+        self.driver_killed = True
+        if self.driver is not None:
+            self.driver.kill()
 
     def on_crash(self, *_: Any) -> None:
         self.fail("crash")
@@ -405,7 +472,8 @@ class _Handles:
         browser, self.browser = self.browser, None
         if self.failure is not None:
             self.kill()  # a dead or frozen browser: Playwright's close would wait for it
-        if browser is not None and self.driver_key == (os.getpid(), threading.get_ident()):
+        live_driver = self.driver is not None and not self.driver.dead
+        if browser is not None and live_driver and self.driver_key == (os.getpid(), threading.get_ident()):
             self.watchdog.arm(CLOSE_TIMEOUT_S)
             try:
                 browser.close()
@@ -423,9 +491,11 @@ class _Handles:
             time.sleep(0.01)
         self.main_pid = None
         self.failure = None
+        self.driver_killed = False
         key, self.driver_key = self.driver_key, None
-        if key is not None:
-            _release_driver(key)
+        driver, self.driver = self.driver, None
+        if key is not None and driver is not None:
+            _release_driver(driver, key)
 
     def close(self) -> None:
         self.shutdown()
@@ -440,11 +510,19 @@ class BrowserSession:
         tabs: how many tabs to keep. One runs the episode; the others load the next episodes'
             documents in the background (``tabs=1``: every reset waits for a page load).
         call_timeout: the deadline, in seconds, of one :meth:`guard` block (a reset, a step):
-            past it the browser is killed and the block raises :class:`BrowserTimeoutError`.
+            past it the browser is killed and the block raises :class:`BrowserTimeoutError`
+            (and if the Playwright driver does not pass the failure on within
+            :data:`DRIVER_GRACE_S`, the driver is killed too).
+        launch_timeout: the deadline of a start of the browser (its own, apart from
+            ``call_timeout``: a reset that finds the browser dead starts a new one under it).
     """
 
     def __init__(
-        self, executable: str | None = None, tabs: int = DEFAULT_TABS, call_timeout: float = CALL_TIMEOUT_S
+        self,
+        executable: str | None = None,
+        tabs: int = DEFAULT_TABS,
+        call_timeout: float = CALL_TIMEOUT_S,
+        launch_timeout: float = LAUNCH_TIMEOUT_S,
     ) -> None:
         if tabs < 1:
             raise ValueError(f"tabs must be at least 1, got {tabs}")
@@ -452,8 +530,13 @@ class BrowserSession:
             raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.executable = executable or find_chromium()
         self.tabs = tabs
+        if not launch_timeout > 0:
+            raise ValueError(f"launch_timeout must be a positive number of seconds, got {launch_timeout!r}")
         self.call_timeout = float(call_timeout)
+        self.launch_timeout = float(launch_timeout)
         self.launches = 0
+        #: Seconds the latest start of the browser took (None before the first).
+        self.last_launch_s: float | None = None
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.close)
         self._guard_depth = 0
@@ -522,6 +605,11 @@ class BrowserSession:
 
     def _failure(self, what: str, limit: float, err: Exception | None) -> BrowserCrashedError:
         why = self._handles.failure
+        if why == "timeout" and self._handles.driver_killed:
+            return BrowserTimeoutError(
+                f"neither Chromium nor the Playwright driver answered {what} within "
+                f"{limit:g} + {DRIVER_GRACE_S:g} s; both were killed (the next reset starts a new browser)"
+            )
         if why == "timeout":
             return BrowserTimeoutError(
                 f"Chromium did not answer {what} within {limit:g} s and was killed "
@@ -540,18 +628,22 @@ class BrowserSession:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, seconds: float = LAUNCH_TIMEOUT_S) -> None:
-        """Launch the browser (no-op when it already runs), within ``seconds``."""
+    def start(self, seconds: float | None = None) -> None:
+        """Launch the browser (no-op when it already runs), within ``seconds`` (default
+        :attr:`launch_timeout`); :attr:`last_launch_s` records how long it took."""
         if self.alive:
             return
+        seconds = self.launch_timeout if seconds is None else seconds
         self.shutdown()
         require_playwright()
         handles = self._handles
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         marker = f"{SESSION_ENV}={tag}"
         handles.needles = [marker]
-        driver = _acquire_driver()
+        began = time.monotonic()
+        handles.driver = _acquire_driver()
         handles.driver_key = (os.getpid(), threading.get_ident())
+        driver = handles.driver.playwright
         try:
             with self.guard(f"the start of Chromium at {self.executable}", seconds):
                 browser = driver.chromium.launch(
@@ -581,6 +673,7 @@ class BrowserSession:
         self._loading = {}
         self._broken = False
         self.launches += 1
+        self.last_launch_s = time.monotonic() - began
 
     def _minimize_windows(self) -> None:
         """Minimize the (invisible) windows of the tabs: the browser then stops compositing
@@ -627,7 +720,7 @@ class BrowserSession:
         session's active page until the next :meth:`load`, which loads another document in it;
         meanwhile the other tabs load ``url`` again, for the next episodes. The load runs under
         the ``call_timeout`` deadline; a start of the browser before it, under its own
-        (:data:`LAUNCH_TIMEOUT_S`).
+        (:attr:`launch_timeout`).
         """
         if not self.alive:
             self.start()
@@ -747,6 +840,8 @@ class BrowserSession:
 
 __all__ = [
     "CALL_TIMEOUT_S",
+    "DRIVER_GRACE_S",
+    "LAUNCH_TIMEOUT_S",
     "BrowserCrashedError",
     "BrowserSession",
     "BrowserTimeoutError",

@@ -116,6 +116,15 @@ INCLUDED: dict[str, int] = {
     "book-flight-nodelay": 20,
 }
 
+#: Why the tasks whose answer is only in the pixels stay out although ``screenshots=True``
+#: shows it (their buttons and cells are elements, so ``click`` suffices): an agent that reads
+#: pixels could solve them, but no scripted oracle does, and a registered task needs one that
+#: solves it from what the agent sees.
+PIXELS_NOTE = (
+    "with screenshots=True an agent that reads pixels could solve it with the existing click, "
+    "but it is not registered: no scripted oracle solves it from pixels yet"
+)
+
 #: MiniWoB++ tasks the package ships that are not registered, and why.
 EXCLUDED: dict[str, str] = {
     **dict.fromkeys(
@@ -161,9 +170,12 @@ EXCLUDED: dict[str, str] = {
             "click-color",
             "click-shades",
         ],
-        "the colours are in inline CSS (style), which the fields do not carry",
+        "for text-only agents: the colours are in inline CSS (style), which the fields do not carry; "
+        + PIXELS_NOTE,
     ),
-    "count-sides": "the shape is drawn on a canvas, which has no elements",
+    "count-sides": (
+        "for text-only agents: the shape is drawn on a canvas, which has no elements; " + PIXELS_NOTE
+    ),
     "number-checkboxes": "needs reading a digit drawn by the layout of checked boxes (positions, not fields)",
     "click-scroll-list": "needs selecting several options of a list with modifier-clicks",
     "simon-says": "needs watching a sequence that the page shows over time",
@@ -172,6 +184,32 @@ EXCLUDED: dict[str, str] = {
         "seen and a low enough one may never be"
     ),
 }
+
+#: Tasks whose widgets keep state that a new episode in the same document does not reset
+#: (a slider's position, a date picker's month, the autocomplete's hidden accessibility text,
+#: a spinner's value, a form step): ``reuse_page=True`` still loads a fresh document for them.
+#: Found by comparing, after a whole oracle episode in the reused document, its fields and
+#: state digest with a fresh page's for the same seeds (``tests/test_browser_reuse.py``).
+REUSE_INEXACT: frozenset[str] = frozenset(
+    {
+        "use-slider",
+        "use-slider-2",
+        "form-sequence",
+        "choose-date",
+        "choose-date-easy",
+        "choose-date-medium",
+        "choose-date-nodelay",
+        "copy-paste-2",
+        "use-autocomplete",
+        "use-autocomplete-nodelay",
+        "use-spinner",
+        "book-flight",
+        "book-flight-nodelay",
+    }
+)
+#: Tasks whose reused document (``reuse_page=True``) gives the fresh page's instance.
+EXACT_REUSE: frozenset[str] = frozenset(INCLUDED) - REUSE_INEXACT
+
 
 #: Real tasks that have a pure-Python twin in the web suite (real subdomain -> web task id).
 TWINS: dict[str, str] = {

@@ -291,6 +291,18 @@ PAGE_SCRIPT = r"""
   // to its first instant with no timer pending, new refs, no focus, then ``start``.
   function restart(args) {
     if (window.__hgClock) window.__hgClock.restart();
+    // Back to a fresh document's bookkeeping: no episode done, no reward shown, and no
+    // element marked as clicked (core.js marks each clicked element data-tampered="e<id>").
+    WOB_EPISODE_ID = 0;
+    core.wob_latest = '-';
+    core.wob_scores = [];
+    for (const id of ['reward-last', 'reward-avg']) {
+      const el = document.getElementById(id);
+      if (el) { el.removeAttribute('style'); el.textContent = '-'; }
+    }
+    const episodes = document.getElementById('episode-id');
+    if (episodes) episodes.textContent = '0';
+    for (const el of document.querySelectorAll('[data-tampered]')) el.removeAttribute('data-tampered');
     hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     window.scrollTo(0, 0);

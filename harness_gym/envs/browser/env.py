@@ -12,7 +12,9 @@ does (every harness factor applies unchanged) and adds what a real browser needs
   ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
   same instance with ``reset(seed=info["miniwob_seed"])``);
 * ``info["browser_options"]``: the browser options the env runs with (``click_mode``,
-  ``call_timeout``, ``reuse_page``, ``screenshots``);
+  ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``);
+* ``info["browser_launch_s"]``: seconds the reset spent starting a browser (under
+  ``launch_timeout``, apart from ``call_timeout``), None when it found one running;
 * with ``screenshots=True``, ``info["screenshot"]``: PNG bytes of the task area after the
   reset or the step (None after a browser failure); without it, no such key.
 """
@@ -31,7 +33,15 @@ from harness_gym.envs.browser.task import BrowserTask
 
 
 class BrowserEnv(HarnessEnv):
-    """A real MiniWoB++ task in headless Chromium, presented through a harness."""
+    """A real MiniWoB++ task in headless Chromium, presented through a harness.
+
+    Besides the text render modes, ``render_mode="rgb_array"``: :meth:`render` returns the
+    task area as a ``uint8`` array of height x width x 3 (see
+    :meth:`~harness_gym.envs.browser.task.BrowserTask.frame`), so Gymnasium's
+    ``RecordVideo`` records episodes.
+    """
+
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -63,11 +73,18 @@ class BrowserEnv(HarnessEnv):
             info["error_kind"] = self.browser_task.browser_error_kind
         return observation, reward, terminated, truncated, self._browser_info(info)
 
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            return self.browser_task.frame()
+        return super().render()
+
     def _browser_info(self, info: dict[str, Any]) -> dict[str, Any]:
         info["browser_error"] = self.browser_task.browser_error
         info["raw_reward"] = self.browser_task.raw_reward
         info["miniwob_seed"] = self.browser_task.seed
         info["browser_options"] = self.browser_task.options
+        info["browser_launch_s"] = self.browser_task.launch_s
+        info["page_reused"] = self.browser_task.page_reused
         if self.browser_task.screenshots:
             info["screenshot"] = self.browser_task.screenshot
         return info

@@ -18,6 +18,10 @@ wall-clock time). The task's own JavaScript decides the reward: the episode ends
 ``core.endEpisode``, and succeeds when its raw reward is full (1.0). Reward is binary: 1 on
 success, else 0.
 
+A tab in ``type``'s text is a real Tab key press: the focus moves to the next focusable
+element (no literal tab is left in the field) and the rest of the text is typed there, key
+by key, as a user's keys would go (lost on a button).
+
 ``type`` inserts its text the way a paste does (one ``input`` event for all but the last
 character), then types the last character as a key press (``keydown``, ``keypress``,
 ``input``, ``keyup``), so a task that reacts to the end of typing still sees it; a 1,000
@@ -25,7 +29,9 @@ character ``type`` costs about what a 10 character one does. Tasks that read eve
 (``typing = "keys"``: the terminal, the spinner that blocks typed keys) get one key press per
 character, as before.
 
-Every reset and every step runs under the session's deadline (``call_timeout``). If Chromium
+Every reset and every step runs under the session's deadline (``call_timeout``); a reset that
+starts a browser (the first, or one after a failure) does so under the launch deadline
+(``launch_timeout``) and records the seconds it took in :attr:`BrowserTask.launch_s`. If Chromium
 dies, a page of it crashes, or it does not answer in time, the step that meets the failure
 ends the episode (``terminated``, no success) and :attr:`BrowserTask.browser_error` and
 :attr:`BrowserTask.browser_error_kind` (``browser_crashed`` or ``browser_timeout``) say what
@@ -49,11 +55,13 @@ from harness_gym.envs.browser import dom
 from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     CALL_TIMEOUT_S,
+    LAUNCH_TIMEOUT_S,
     BrowserCrashedError,
     BrowserSession,
     BrowserTimeoutError,
     check_requirements,
 )
+from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
 from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
 
@@ -75,13 +83,27 @@ _QUOTED = re.compile(r'"([^"]+)"')
 #: How ``type`` enters text: ``"paste"`` (one input event, then the last character as a key
 #: press) or ``"keys"`` (a key press per character, for tasks that read every key).
 TYPING_MODES = ("paste", "keys")
-#: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter and
-#: Tab for them), so a newline still submits a form as a typed one does.
-_KEY_CHARS = re.compile(r"([\r\n\t])")
+#: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter for
+#: them), so a newline still submits a form as a typed one does. A tab is a Tab key press,
+#: which moves the focus (see ``BrowserTask._type``).
+_KEY_CHARS = re.compile(r"([\r\n])")
 #: The element a screenshot shows: MiniWoB's task area (``#wrap``: the instruction and the
 #: task, 160 x 210 CSS pixels at the top left of every task page), what Farama's env crops its
 #: screenshots to (``miniwob/screenshot.py``, ``TASK_WIDTH`` x ``TASK_HEIGHT``).
 TASK_AREA = "#wrap"
+#: The task area's size in CSS pixels (width, height), one image pixel per CSS pixel.
+TASK_AREA_SIZE = (160, 210)
+
+
+def png_to_rgb(png: bytes) -> np.ndarray:
+    """PNG bytes as an RGB array (``uint8``, height x width x 3), decoded by Pillow."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB"), dtype=np.uint8).copy()
+
 
 #: A scripted policy: the current fields in, the next canonical action out.
 Oracle = Callable[[dict[str, Any]], Action]
@@ -97,10 +119,12 @@ class BrowserTask(Task):
         call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
             starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
         reuse_page: start each episode in the previous episode's document, as Farama's env
-            does (``core.startEpisodeReal()`` again, one round trip, no page load), instead of
-            a freshly loaded one. Faster; but whatever the previous episode left in the
-            document (a widget appended to the body, a scroll position) stays, so an instance
-            can differ from the one a fresh load gives for the same seed. Off by default.
+            does (``core.startEpisodeReal()`` again, one round trip, no page load), with the
+            document's MiniWoB bookkeeping put back as a fresh load has it, instead of a
+            freshly loaded one; only for the tasks of
+            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE`, whose reused document was
+            shown to give a fresh page's fields and digest; the others still get a fresh
+            document per episode (:attr:`page_reused` says which happened). Off by default.
         screenshots: capture the task area (:data:`TASK_AREA`) as PNG bytes after every reset
             and every step, in :attr:`screenshot` (the env puts it in ``info["screenshot"]``),
             for agents that read pixels. Off by default (nothing is captured).
@@ -174,6 +198,11 @@ class BrowserTask(Task):
         self.browser_error: str | None = None
         #: ``"browser_crashed"`` or ``"browser_timeout"`` when :attr:`browser_error` is set.
         self.browser_error_kind: str | None = None
+        #: Whether the latest reset ran in the previous episode's document (``reuse_page``).
+        self.page_reused = False
+        #: Seconds the latest reset spent starting a browser, under the launch deadline (not
+        #: ``call_timeout``); None when it found one running.
+        self.launch_s: float | None = None
 
     @property
     def has_oracle(self) -> bool:
@@ -209,10 +238,14 @@ class BrowserTask(Task):
         self.browser_error = None
         self.browser_error_kind = None
         self.screenshot = None
+        self.launch_s = None
         url, images = task_url(self.subdomain), image_urls(self.subdomain)
         args = {"seed": seed, "mode": self.data_mode, "settle": self.settle_ms, "points": self._points_wanted}
         session = self.session
-        if self.reuse_page and self._page is not None and session.is_active(self._page):
+        self.page_reused = False
+        reusable = self.reuse_page and self.subdomain in EXACT_REUSE
+        if reusable and self._page is not None and session.is_active(self._page):
+            self.page_reused = True
             try:  # Farama's way: the next episode in the same document, one round trip
                 text = session.call(self._page, "__hgPage.restart", args)
             except BrowserCrashedError as err:
@@ -228,6 +261,8 @@ class BrowserTask(Task):
             launches = session.launches
             try:
                 self._page, text = session.load(url, images, "__hgPage.start", args)
+                if session.launches != launches:
+                    self.launch_s = session.last_launch_s
                 break
             except BrowserCrashedError as err:
                 self._page = None
@@ -255,14 +290,36 @@ class BrowserTask(Task):
             self.done = True
             raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
 
+    def frame(self) -> np.ndarray:
+        """The task area as an RGB image (``uint8``, height x width x 3): the latest
+        screenshot with ``screenshots=True``, else one captured now (under the session's
+        deadline). Black, of the task area's size, when there is no page to capture (before
+        the first reset, after a browser failure)."""
+        png = self.screenshot
+        if png is None and self._page is not None and not self._closed_page():
+            try:
+                png = self.session.screenshot(self._page, TASK_AREA)
+            except BrowserCrashedError:
+                self.session.mark_broken()  # the next step meets the failure; the next reset recovers
+                png = None
+        if png is None:
+            return np.zeros((TASK_AREA_SIZE[1], TASK_AREA_SIZE[0], 3), dtype=np.uint8)
+        return png_to_rgb(png)
+
+    def _closed_page(self) -> bool:
+        session = self._session
+        return session is None or not session.is_active(self._page)
+
     @property
     def options(self) -> dict[str, Any]:
         """The browser options this task runs with (the env records them in ``info``)."""
         session = self._session
         timeout = session.call_timeout if session is not None else self.call_timeout or CALL_TIMEOUT_S
+        launch = session.launch_timeout if session is not None else LAUNCH_TIMEOUT_S
         return {
             "click_mode": self.click_mode,
             "call_timeout": timeout,
+            "launch_timeout": launch,
             "reuse_page": self.reuse_page,
             "screenshots": self.screenshots,
         }
@@ -396,14 +453,23 @@ class BrowserTask(Task):
 
     def _type(self, text: str, by_keys: bool = False) -> None:
         """Enter ``text`` into the focused field (its content selected, so it is replaced);
-        key by key for tasks that read every key and for date and time fields."""
+        key by key for tasks that read every key and for date and time fields. A tab is a
+        real Tab key: the focus moves on (as a user's Tab does), and the text after it is typed
+        key by key where the focus went (a paste would land in the last text field: Chromium
+        sends inserted text there even when a button has the focus)."""
         session, page = self.session, self._page
         if not text:
             session.keyboard(page, "press", "Backspace")
-        elif by_keys or self.typing == "keys":
-            session.keyboard(page, "type", text)
-        else:
-            for piece in _KEY_CHARS.split(text):
+            return
+        for index, part in enumerate(text.split("\t")):
+            if index:
+                session.keyboard(page, "press", "Tab")
+            if not part:
+                continue
+            if by_keys or self.typing == "keys" or index:
+                session.keyboard(page, "type", part)
+                continue
+            for piece in _KEY_CHARS.split(part):
                 if len(piece) > 1:
                     session.keyboard(page, "insert_text", piece[:-1])
                 if piece:

@@ -1,0 +1,70 @@
+"""``reuse_page=True`` is exact: every seed gives the fresh page's instance (issue 31 item 1).
+
+For each task, a reused document (after a whole oracle episode in it) must give the same
+fields and state digest as a freshly loaded one, for the same seeds; a task outside
+``EXACT_REUSE`` must fall back to a fresh document. Real Chromium, two shared browsers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness_gym.envs.browser.browser import BrowserSession, check_requirements
+from harness_gym.envs.browser.catalog import EXACT_REUSE, INCLUDED, task_id_for
+from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+
+#: A few tasks for the default suite: reused (a click task, a typing task) and left out
+#: (the autocomplete keeps the previous choice in its hidden accessibility text).
+FAST_TASKS = ("click-test", "enter-text", "click-checkboxes", "use-autocomplete")
+
+
+@pytest.fixture(scope="module")
+def sessions() -> Iterator[tuple[BrowserSession, BrowserSession]]:
+    check_requirements()
+    fresh, reused = BrowserSession(), BrowserSession()
+    yield fresh, reused
+    fresh.close()
+    reused.close()
+
+
+def _finish(env: BrowserEnv) -> None:
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(env.oracle_action())
+        done = terminated or truncated
+
+
+def check_reuse_is_exact(subdomain: str, sessions: tuple[BrowserSession, BrowserSession]) -> None:
+    fresh = make_browser_env(task_id_for(subdomain), session=sessions[0])
+    reused = make_browser_env(task_id_for(subdomain), session=sessions[1], reuse_page=True)
+    reused.reset(seed=1000)
+    _finish(reused)  # whatever an episode leaves in the document is there now
+    for seed in (1, 2):
+        _, want = fresh.reset(seed=seed)
+        _, got = reused.reset(seed=seed)
+        assert got["page_reused"] is (subdomain in EXACT_REUSE) and not want["page_reused"]
+        assert reused.task.fields() == fresh.task.fields(), (subdomain, seed)
+        assert got["state_digest"] == want["state_digest"], (subdomain, seed)
+        _finish(reused)
+
+
+def test_exact_reuse_names_included_tasks_only() -> None:
+    assert EXACT_REUSE <= set(INCLUDED)
+    assert "use-autocomplete" not in EXACT_REUSE and "click-test" in EXACT_REUSE
+
+
+@pytest.mark.parametrize("subdomain", FAST_TASKS)
+def test_a_reused_page_gives_the_fresh_pages_instance(
+    subdomain: str, sessions: tuple[BrowserSession, BrowserSession]
+) -> None:
+    check_reuse_is_exact(subdomain, sessions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("subdomain", [s for s in INCLUDED if s not in FAST_TASKS])
+def test_a_reused_page_gives_the_fresh_pages_instance_for_every_included_task(
+    subdomain: str, sessions: tuple[BrowserSession, BrowserSession]
+) -> None:
+    check_reuse_is_exact(subdomain, sessions)
