@@ -6,7 +6,7 @@ One forward and backward pass over real SFT rows (oracle demonstrations of Click
 the canonical harness, loss on the agent's tokens only), fp32 and bf16 interleaved so that load
 on a shared machine falls on both alike. Prints seconds per pass side by side and their ratio,
 and how far bf16's results are from fp32's: the loss, and the cosine between the two gradients.
-``--precision auto`` in training picks bf16 only where :func:`harness_gym.train.sft_lm.bf16_supported`.
+``--precision auto`` in training picks bf16 only where :func:`harness_gym.train.precision.bf16_supported`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def main() -> None:
     from harness_gym.core.harness import Harness
     from harness_gym.llm.embedded import embedded_model_path
     from harness_gym.train.grpo_lm import load_tokenizer
-    from harness_gym.train.sft_lm import bf16_supported, demonstration_rows, sft_tokens
+    from harness_gym.train.precision import bf16_supported
+    from harness_gym.train.sft_lm import demonstration_rows, sft_tokens
 
     torch.set_num_threads(args.threads)
     path = embedded_model_path()

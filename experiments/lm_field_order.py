@@ -262,7 +262,7 @@ def main() -> None:
     from harness_gym.analysis.sweep_spec import select_harnesses
     from harness_gym.core.space import HarnessSpace
     from harness_gym.llm.embedded import embedded_model_path
-    from harness_gym.train.sft_lm import resolve_precision
+    from harness_gym.train.precision import resolve_precision
 
     args.precision = resolve_precision(args.precision)
     base = Path(embedded_model_path())

@@ -417,7 +417,7 @@ def test_bf16_and_gradient_checkpointing_train_a_step(tmp_path: Path) -> None:
     """One GRPO step in bf16 mixed precision with activations recomputed: the weights move and
     stay fp32 in the saved folder (master weights), and the record says how it was trained."""
     from harness_gym.train.grpo_lm import train_grpo_lm
-    from harness_gym.train.sft_lm import bf16_supported
+    from harness_gym.train.precision import bf16_supported
 
     if not bf16_supported():
         pytest.skip("no native bf16 on this machine")

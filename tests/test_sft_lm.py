@@ -139,9 +139,9 @@ def test_sft_lm_cli_rejects_bad_arguments(tmp_path: Path, extra: list[str], mess
 def test_bf16_is_refused_where_the_machine_has_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algo: str
 ) -> None:
-    import harness_gym.train.sft_lm as sft_lm
+    import harness_gym.train.precision as precision
 
-    monkeypatch.setattr(sft_lm, "bf16_supported", lambda: False)
+    monkeypatch.setattr(precision, "bf16_supported", lambda: False)
     out = tmp_path / "run"
     argv = [
         "train",
@@ -158,9 +158,9 @@ def test_bf16_is_refused_where_the_machine_has_none(
         main(argv, out=io.StringIO())
     assert "no native bf16" in str(info.value)
     assert not out.exists()
-    with pytest.raises(TrainingSetupError, match="no native bf16"):
-        sft_lm.resolve_precision("bf16")
-    assert sft_lm.resolve_precision("auto") == "fp32"  # the fall-back
+    with pytest.raises(precision.PrecisionError, match="no native bf16"):
+        precision.resolve_precision("bf16")
+    assert precision.resolve_precision("auto") == "fp32"  # the fall-back
 
 
 def test_vllm_generation_needs_cuda() -> None:

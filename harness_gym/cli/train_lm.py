@@ -134,7 +134,7 @@ def check_precision(precision: str) -> None:
     """Refuse bf16 on a machine without it (known before torch trains anything)."""
     if precision != "bf16":
         return
-    from harness_gym.train.sft_lm import bf16_supported
+    from harness_gym.train.precision import bf16_supported
 
     if not bf16_supported():
         raise CommandError(

@@ -27,6 +27,7 @@ from harness_gym.core.harness import Harness
 from harness_gym.train.lm_dataset import GROUPINGS, EpisodeRow, build_dataset, build_rows
 from harness_gym.train.lm_rewards import DEFAULT_REWARDS, reward_functions
 from harness_gym.train.lm_rollout import RolloutConfig
+from harness_gym.train.precision import PRECISIONS
 
 RECORD_NAME = "harness_gym_training.json"
 HARNESS_NAME = "harness.yaml"
@@ -105,8 +106,10 @@ class GRPOLMConfig:
             )
         if self.beta < 0 or self.learning_rate <= 0:
             raise TrainingSetupError("beta must be >= 0 and learning_rate > 0")
-        if self.precision not in ("auto", "fp32", "bf16"):
-            raise TrainingSetupError(f"precision must be auto, fp32 or bf16, got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise TrainingSetupError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
         if self.vllm_mode not in (None, "server", "colocate"):
             raise TrainingSetupError(
                 f"vllm_mode must be None, 'server' or 'colocate', got {self.vllm_mode!r}"
@@ -215,7 +218,7 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
     from trl import GRPOConfig, GRPOTrainer
 
     from harness_gym.train.lm_rollout import HarnessRollout
-    from harness_gym.train.sft_lm import resolve_precision
+    from harness_gym.train.precision import resolve_precision
 
     precision = resolve_precision(config.precision)
     if config.vllm_mode is not None and not torch.cuda.is_available():

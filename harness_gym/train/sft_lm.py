@@ -38,36 +38,9 @@ from harness_gym.train.grpo_lm import (
     load_tokenizer,
     model_path,
 )
+from harness_gym.train.precision import PRECISIONS, resolve_precision
 
 UNITS = ("step", "episode")
-PRECISIONS = ("auto", "fp32", "bf16")
-
-
-def bf16_supported() -> bool:
-    """Whether this machine runs bf16 matrix products natively (a CUDA GPU with bf16, or a CPU
-    with AVX-512 BF16 / AMX, as oneDNN reports it)."""
-    import torch
-
-    if torch.cuda.is_available():
-        return bool(torch.cuda.is_bf16_supported())
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def resolve_precision(precision: str) -> str:
-    """``fp32`` or ``bf16``: ``auto`` is bf16 where the machine supports it, else fp32."""
-    if precision not in PRECISIONS:
-        raise TrainingSetupError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "auto":
-        return "bf16" if bf16_supported() else "fp32"
-    if precision == "bf16" and not bf16_supported():
-        raise TrainingSetupError(
-            "precision bf16 was asked for, but this machine has no native bf16 (no CUDA bf16, no "
-            "AVX-512 BF16 / AMX on the CPU); use --precision fp32 or auto"
-        )
-    return precision
 
 
 @dataclass
