@@ -59,7 +59,7 @@ def main() -> None:
         loss.backward()
         seconds = time.perf_counter() - start
         grad = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
-        return seconds, float(loss), grad
+        return seconds, float(loss.detach()), grad
 
     one_pass(False)  # warm-up
     one_pass(True)

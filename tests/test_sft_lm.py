@@ -223,6 +223,17 @@ def test_native_tool_calls_are_trained_as_the_template_writes_them(tokenizer) ->
     assert text.endswith("</tool_call>" + tokenizer.eos_token)
 
 
+@pytest.mark.llm
+def test_a_demonstration_longer_than_the_limit_is_refused_before_training(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["train", "--algo", "sft-lm", "--env", "harness_gym/ClickButton-v0", "--train-seeds", "2",
+            "--max-context-tokens", "100", "--out", str(out)]  # fmt: skip
+    with pytest.raises(CLIExit) as info:
+        main(argv, out=io.StringIO())
+    assert "over max_length=100" in str(info.value) and "ClickButton seed 10000" in str(info.value)
+    assert not out.exists()
+
+
 # -- a reduced SFT run (minutes) -------------------------------------------------------------------
 
 
