@@ -64,7 +64,9 @@ PAIRED_ROWS = ("canonical (trained)", "field order reversed")
 
 @dataclass(frozen=True)
 class Budget:
-    eval_seeds: int
+    eval_seeds: int  # held-out seeds of the training harness and its reversed order (every model)
+    factor_seeds: int  # held-out seeds of the other rows (the first of the same seeds)
+    untrained_examples: bool  # also evaluate the untrained model with worked examples
     sft_seeds: int
     epochs: float
     batch_size: int
@@ -75,13 +77,31 @@ class Budget:
 
 BUDGETS = {
     "quick": Budget(
-        eval_seeds=4, sft_seeds=8, epochs=1, batch_size=8, grpo_steps=1, group_size=2, preference_seeds=2
+        eval_seeds=4,
+        factor_seeds=2,
+        untrained_examples=True,
+        sft_seeds=8,
+        epochs=1,
+        batch_size=8,
+        grpo_steps=1,
+        group_size=2,
+        preference_seeds=2,
     ),
     "default": Budget(
-        eval_seeds=100, sft_seeds=128, epochs=1, batch_size=8, grpo_steps=3, group_size=4, preference_seeds=20
+        eval_seeds=100,
+        factor_seeds=50,
+        untrained_examples=False,
+        sft_seeds=64,
+        epochs=1,
+        batch_size=8,
+        grpo_steps=3,
+        group_size=4,
+        preference_seeds=20,
     ),
     "long": Budget(
         eval_seeds=300,
+        factor_seeds=300,
+        untrained_examples=True,
         sft_seeds=512,
         epochs=2,
         batch_size=8,
@@ -130,7 +150,7 @@ def evaluation_rows(subset: list) -> dict[str, dict]:
     return rows
 
 
-def ceilings(rows: dict[str, dict], seeds: range) -> dict[str, object]:
+def ceilings(rows: dict[str, dict], budget: Budget) -> dict[str, object]:
     """The oracle's greedy success under each row's harness on the evaluation seeds."""
     from harness_gym.baselines.agents import OracleAgent
     from harness_gym.core.registry import make_env
@@ -141,7 +161,7 @@ def ceilings(rows: dict[str, dict], seeds: range) -> dict[str, object]:
         env = make_env(TASK, harness_of(changes))
         agent = OracleAgent(env)
         wins = []
-        for seed in seeds:
+        for seed in row_seeds(name, budget):
             env.reset(seed=seed)
             _, _, _, _, info = env.step(agent.act("", {}))
             wins.append(bool(info.get("success")))
@@ -150,8 +170,13 @@ def ceilings(rows: dict[str, dict], seeds: range) -> dict[str, object]:
     return out
 
 
+def row_seeds(row: str, budget: Budget) -> range:
+    """Held-out seeds of a row: all of them for the field-order pair, the first ones elsewhere."""
+    return range(budget.eval_seeds if row in PAIRED_ROWS else min(budget.factor_seeds, budget.eval_seeds))
+
+
 def evaluate(
-    name: str, folder: Path, rows: dict[str, dict], seeds: range, threads: int, few_shot: int = 0
+    name: str, folder: Path, rows: dict[str, dict], budget: Budget, threads: int, few_shot: int = 0
 ) -> dict:
     from harness_gym.train.lm_eval import evaluate_folder
 
@@ -159,7 +184,12 @@ def evaluate(
     for row, changes in rows.items():
         start = time.perf_counter()
         table[row] = evaluate_folder(
-            folder, TASK, harness_of(changes, few_shot), seeds, threads=threads, max_tokens=MAX_REPLY_TOKENS
+            folder,
+            TASK,
+            harness_of(changes, few_shot),
+            row_seeds(row, budget),
+            threads=threads,
+            max_tokens=MAX_REPLY_TOKENS,
         )
         print(f"{name}: {row}: {table[row]} ({time.perf_counter() - start:.0f} s)", flush=True)
     return table
@@ -269,7 +299,6 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lm-field-order-"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    seeds = range(budget.eval_seeds)
     space = HarnessSpace(SPACE, base=harness_of({}))
     points, _, _, _ = select_harnesses(space, "balanced")
     subset = [p.harness for p in points]
@@ -281,7 +310,7 @@ def main() -> None:
         "recovery": {},
         "stages": {},
         "cpu": {},
-        "ceilings": ceilings(rows, seeds),
+        "ceilings": ceilings(rows, budget),
         "subset": subset,
         "rows": rows,
         "load": [load_start],
@@ -298,17 +327,18 @@ def main() -> None:
         write(out, state, budget, args, (time.perf_counter() - started) / 60, done=False)
 
     t = time.perf_counter()
-    state["tables"]["untrained, 2 worked examples"] = evaluate(
-        "untrained (2 examples)", base, paired, seeds, args.threads, UNTRAINED_FEW_SHOT
-    )
-    state["tables"]["untrained"] = evaluate("untrained", base, paired, seeds, args.threads)
+    if budget.untrained_examples:
+        state["tables"]["untrained, 2 worked examples"] = evaluate(
+            "untrained (2 examples)", base, paired, budget, args.threads, UNTRAINED_FEW_SHOT
+        )
+    state["tables"]["untrained"] = evaluate("untrained", base, paired, budget, args.threads)
     stage("evaluate untrained", t)
     t = time.perf_counter()
     state["runs"]["SFT, single harness"] = sft([harness_of({})], budget, work / "sft-single", args)
     stage("SFT, single harness", t)
     t = time.perf_counter()
     state["tables"]["SFT, single harness"] = evaluate(
-        "SFT single", work / "sft-single", rows, seeds, args.threads
+        "SFT single", work / "sft-single", rows, budget, args.threads
     )
     stage("evaluate SFT, single harness", t)
     t = time.perf_counter()
@@ -316,7 +346,7 @@ def main() -> None:
     stage("SFT, balanced subset", t)
     t = time.perf_counter()
     state["tables"]["SFT, balanced subset"] = evaluate(
-        "SFT subset", work / "sft-subset", rows, seeds, args.threads
+        "SFT subset", work / "sft-subset", rows, budget, args.threads
     )
     stage("evaluate SFT, balanced subset", t)
     for grouping in ("within", "cross"):
@@ -327,7 +357,7 @@ def main() -> None:
         )
         stage(name, t)
         t = time.perf_counter()
-        state["tables"][name] = evaluate(name, work / f"grpo-{grouping}", paired, seeds, args.threads)
+        state["tables"][name] = evaluate(name, work / f"grpo-{grouping}", paired, budget, args.threads)
         stage(f"evaluate {name}", t)
     t = time.perf_counter()
     state["recovery"] = preferences(
@@ -400,9 +430,11 @@ def paired_line(label: str, a, b) -> str:  # noqa: ANN001
     """One paired comparison of two evaluations on the same seeds."""
     from harness_gym.core.intervals import paired_binary
 
-    p = paired_binary([int(x) for x in a.outcomes], [int(x) for x in b.outcomes])
+    n = min(len(a.outcomes), len(b.outcomes))  # the seeds both were evaluated on
+    first, second = [int(x) for x in a.outcomes[:n]], [int(x) for x in b.outcomes[:n]]
+    p = paired_binary(first, second)
     return (
-        f"| {label} | {a.successes}/{a.episodes} | {b.successes}/{b.episodes} | {p.only_a} | {p.only_b} | "
+        f"| {label} | {sum(first)}/{n} | {sum(second)}/{n} | {p.only_a} | {p.only_b} | "
         f"{100 * p.difference:+.1f} pp {_pct(p.low, p.high)} | {p.p_value:.3g} |"
     )
 
@@ -434,7 +466,9 @@ def report(state: dict, budget: Budget, args: argparse.Namespace, minutes: float
         f"{budget.batch_size}, learning rate {SFT_LEARNING_RATE}, loss on the agent's tokens only. GRPO: "
         f"{budget.grpo_steps} steps of one group of {budget.group_size} from the balanced-subset SFT "
         f"model, learning rate {GRPO_LEARNING_RATE}, beta 0. Evaluation: greedy, seeds "
-        f"0..{budget.eval_seeds - 1} (never trained on), through the path of `harness-gym eval "
+        f"0..{budget.eval_seeds - 1} (never trained on) under the training harness and its reversed "
+        f"order, seeds 0..{min(budget.factor_seeds, budget.eval_seeds) - 1} under the other rows "
+        "(comparisons pair the seeds both rows share), through the path of `harness-gym eval "
         "--agent hf:FOLDER`. 95% Wilson intervals in brackets; paired differences with Newcombe "
         "intervals and exact McNemar p.",
         "",
@@ -501,7 +535,7 @@ def report(state: dict, budget: Budget, args: argparse.Namespace, minutes: float
         t = run.timings
         hist = run.history
         n = max(1, len(hist))
-        if name.startswith("SFT"):
+        if "rows" in t:  # an SFT run
             what = f"{t['rows']} rows, {t['tokens']} tokens ({t['trained_tokens']} in the loss)"
             key = "loss"
         else:
