@@ -396,3 +396,55 @@ def test_grpo_lm_command_trains_saves_and_evaluates(tmp_path: Path) -> None:
             "--episodes", "2", "--max-tokens", "16", "--out", str(rows)]  # fmt: skip
     assert main(argv, out=io.StringIO()) == 0
     assert len(rows.read_text().splitlines()) == 2
+
+
+# -- training on bigger machines: precision, checkpointing, context, accelerate -------------------
+
+
+@pytest.mark.llm
+def test_max_context_tokens_on_the_cli_refuses_a_prompt_that_cannot_fit(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["train", "--algo", "grpo-lm", "--env", "harness_gym/ClickButton-JsonFewShot-v0",
+            "--max-context-tokens", "100", "--out", str(out)]  # fmt: skip
+    with pytest.raises(CLIExit) as info:
+        main(argv, out=io.StringIO())
+    assert "exceeds max_context_tokens=100" in str(info.value)
+    assert not out.exists()
+
+
+@pytest.mark.llm
+def test_bf16_and_gradient_checkpointing_train_a_step(tmp_path: Path) -> None:
+    """One GRPO step in bf16 mixed precision with activations recomputed: the weights move and
+    stay fp32 in the saved folder (master weights), and the record says how it was trained."""
+    from harness_gym.train.grpo_lm import train_grpo_lm
+    from harness_gym.train.precision import bf16_supported
+
+    if not bf16_supported():
+        pytest.skip("no native bf16 on this machine")
+    run = train_grpo_lm(
+        _config(steps=1, group_size=2, precision="bf16", gradient_checkpointing=True), tmp_path / "bf16"
+    )
+    record = json.loads((run.path / "harness_gym_training.json").read_text())
+    assert record["config"]["precision"] == "bf16" and record["config"]["gradient_checkpointing"]
+    weights = _weights(run.path)
+    assert all(str(w.dtype) == "torch.float32" for w in weights.values())
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_accelerate_launch_runs_the_training_command(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
+    out = tmp_path / "run"
+    argv = [launcher, "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
+            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "harness_gym.cli", "train",
+            "--algo", "sft-lm", "--env", "harness_gym/ClickButton-v0", "--train-seeds", "2", "--epochs", "1",
+            "--batch-size", "2", "--eval-episodes", "0", "--threads", "2", "--out", str(out)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=3600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "fine-tuned on 2 oracle demonstrations" in done.stdout
+    assert (out / "model.safetensors").is_file() and (out / "harness.yaml").is_file()

@@ -31,7 +31,7 @@ from harness_gym.cli.common import (
 from harness_gym.logging_backends import LogError, add_log_arguments, check_backend, cli_log
 
 HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
-TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy", "grpo-lm")
+TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy", *train_lm.LM_ALGOS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps",
         type=positive_int,
         default=None,
-        help="SB3: total env steps (default 20000); grpo-lm: optimizer steps (default 10)",
+        help="SB3: total env steps (default 20000); grpo-lm: optimizer steps (default 10); not sft-lm",
     )
     parser.add_argument("--seed", type=seed_int, default=0)
     parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
@@ -90,8 +90,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         check_backend(args.log)
     except LogError as err:
         raise CommandError(str(err)) from None
-    if args.algo == "grpo-lm":
-        args.steps = 10 if args.steps is None else args.steps
+    if args.algo in train_lm.LM_ALGOS:
         return train_lm.run(args, out)
     args.steps = 20_000 if args.steps is None else args.steps
     for env_id in args.env:

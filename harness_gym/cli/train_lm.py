@@ -1,5 +1,9 @@
-"""``harness-gym train --algo grpo-lm``: GRPO for a language model through harnesses (TRL).
+"""``harness-gym train --algo sft-lm | grpo-lm``: a language model trained through harnesses (TRL).
 
+    harness-gym train --algo sft-lm --model llm --env harness_gym/ClickButton-v0 --harness H.yaml \\
+        --train-seeds 256 --epochs 2 --out runs/cb-sft
+    harness-gym train --algo grpo-lm --model runs/cb-sft --env harness_gym/ClickButton-v0 --steps 5 \\
+        --out runs/cb-rl
     harness-gym train --algo grpo-lm --model llm --env harness_gym/ClickButton-JsonFewShot-v0 \\
         --steps 20 --group-size 4 --out runs/cb-grpo
     harness-gym train --algo grpo-lm --model llm --env harness_gym/ClickButton-JsonFewShot-v0 \\
@@ -33,9 +37,15 @@ from harness_gym.logging_backends import cli_log
 TRAIN_SEED_START = 10_000
 
 
+LM_ALGOS = ("sft-lm", "grpo-lm")
+PRECISIONS = ("auto", "fp32", "bf16")
+SFT_LEARNING_RATE = 5e-5
+GRPO_LEARNING_RATE = 5e-6
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options only ``--algo grpo-lm`` reads."""
-    group = parser.add_argument_group("language models (--algo grpo-lm)")
+    """The options only ``--algo sft-lm`` and ``--algo grpo-lm`` read."""
+    group = parser.add_argument_group("language models (--algo sft-lm, grpo-lm)")
     group.add_argument(
         "--model", dest="lm_model", default="llm", help="'llm' (embedded) or a HF model folder"
     )
@@ -54,7 +64,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--train-seed-start", type=seed_int, default=TRAIN_SEED_START, help="first training seed"
     )
-    group.add_argument("--learning-rate", type=positive_float, default=5e-6)
+    group.add_argument(
+        "--learning-rate",
+        type=positive_float,
+        default=None,
+        help=f"AdamW learning rate (default {SFT_LEARNING_RATE} sft-lm, {GRPO_LEARNING_RATE} grpo-lm)",
+    )
+    group.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="bf16: mixed precision (fp32 master weights); auto: bf16 where the CPU or GPU has it",
+    )
+    group.add_argument(
+        "--gradient-checkpointing", action="store_true", help="recompute activations (less memory, slower)"
+    )
+    group.add_argument(
+        "--max-context-tokens",
+        type=positive_int,
+        default=2048,
+        help="grpo-lm: most tokens of an episode; sft-lm: longest demonstration",
+    )
+    group.add_argument(
+        "--epochs", type=positive_float, default=2.0, help="sft-lm: passes over the demonstrations"
+    )
+    group.add_argument("--batch-size", type=positive_int, default=8, help="sft-lm: rows per optimizer step")
+    group.add_argument(
+        "--unit",
+        choices=("step", "episode"),
+        default="step",
+        help="sft-lm: a row is one step (what eval sends) or one whole episode (what grpo-lm sees)",
+    )
     group.add_argument(
         "--beta", type=non_negative_float, default=0.0, help="KL coefficient (0: no reference model)"
     )
@@ -67,25 +107,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Check the arguments, train, save to ``--out``, evaluate greedily on seeds 0.."""
+def training_harnesses(args: argparse.Namespace) -> tuple[str, str, list]:
+    """The env id, the task and the training harnesses the arguments name (checked, nothing written)."""
     from harness_gym.core.presets import resolve_harness
 
     if len(args.env) != 1:
-        raise CommandError(f"--algo grpo-lm trains on one task: give one --env, got {len(args.env)}")
+        raise CommandError(f"--algo {args.algo} trains on one task: give one --env, got {len(args.env)}")
     env_id = require_env_id(args.env[0])
     if args.harness is not None:
         resolve_harness(args.harness)
-    if args.temperature <= 0:
-        raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
-    if args.lora_r < 0 or args.beta < 0 or args.learning_rate <= 0:
-        raise CommandError("--lora-r and --beta must be >= 0 and --learning-rate > 0")
-    step_episodes = args.group_size * args.groups_per_step
-    if step_episodes % min(args.micro_batch, step_episodes):
-        raise CommandError(
-            f"--micro-batch {args.micro_batch} must divide the {step_episodes} episodes of a step "
-            "(--group-size x --groups-per-step)"
-        )
     probe = make_env(env_id, args.harness)
     task = probe.unwrapped.task.task_id
     harnesses = [probe.unwrapped.harness]
@@ -97,8 +127,108 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         harnesses = [p.harness for p in points]
     elif args.subset is not None:
         raise CommandError("--subset needs --space")
+    return env_id, task, harnesses
+
+
+def check_precision(precision: str) -> None:
+    """Refuse bf16 on a machine without it (known before torch trains anything)."""
+    if precision != "bf16":
+        return
+    from harness_gym.train.precision import bf16_supported
+
+    if not bf16_supported():
+        raise CommandError(
+            "--precision bf16: this machine has no native bf16 (no CUDA bf16, no AVX-512 BF16 / AMX); "
+            "use fp32 or auto"
+        )
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Train with ``--algo`` (sft-lm or grpo-lm), save to ``--out``, evaluate greedily on seeds 0.."""
+    if args.algo == "sft-lm":
+        return run_sft(args, out)
+    return run_grpo(args, out)
+
+
+def run_sft(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the arguments, fine-tune on oracle demonstrations, save, evaluate."""
+    env_id, task, harnesses = training_harnesses(args)
+    if args.steps is not None:
+        raise CommandError(
+            "--steps is for grpo-lm: sft-lm trains for --epochs passes over the demonstrations"
+        )
+    if args.grouping != "within":
+        raise CommandError("--grouping is for grpo-lm (GRPO groups); sft-lm has no groups")
+    if args.train_seeds < len(harnesses):
+        raise CommandError(
+            f"--train-seeds {args.train_seeds} cannot demonstrate {len(harnesses)} harnesses "
+            "(seed i is played under harness i mod H): give at least one seed per harness"
+        )
+    if args.batch_size % min(args.micro_batch, args.batch_size):
+        raise CommandError(f"--micro-batch {args.micro_batch} must divide --batch-size {args.batch_size}")
+    check_precision(args.precision)
+    output_dir(args.out)
+
+    from harness_gym.llm.embedded import EmbeddedModelError
+    from harness_gym.train.chat_tokens import ChatTemplateError
+    from harness_gym.train.grpo_lm import TrainingSetupError
+    from harness_gym.train.sft_lm import SFTLMConfig, train_sft_lm
+
+    try:
+        config = SFTLMConfig(
+            task=task,
+            harnesses=harnesses,
+            train_seeds=list(range(args.train_seed_start, args.train_seed_start + args.train_seeds)),
+            model=args.lm_model,
+            unit=args.unit,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            micro_batch_size=args.micro_batch,
+            learning_rate=args.learning_rate or SFT_LEARNING_RATE,
+            lora_r=args.lora_r,
+            precision=args.precision,
+            gradient_checkpointing=args.gradient_checkpointing,
+            max_length=args.max_context_tokens,
+            seed=args.seed,
+            threads=args.threads,
+        )
+        with cli_log(args, f"sft-lm-{task}", config.to_dict()) as run_log:
+            trained = train_sft_lm(config, args.out, log=run_log)
+    except (TrainingSetupError, ChatTemplateError, EmbeddedModelError, ValueError) as err:
+        raise CommandError(str(err)) from None
+    t = trained.timings
+    out.write(
+        f"saved {task} model fine-tuned on {t['rows']} oracle demonstrations ({len(harnesses)} harness(es), "
+        f"{t['steps']} steps, {t['precision']}) to {trained.path}; {t['train_seconds']:.0f} s\n"
+    )
+    _evaluate(args, out, trained.path, env_id, task, harnesses[0])
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, out: TextIO, path, env_id: str, task: str, harness) -> None:  # noqa: ANN001
+    if args.eval_episodes > 0:
+        from harness_gym.train.lm_eval import evaluate_folder
+
+        rate = evaluate_folder(path, task, harness, range(args.eval_episodes), threads=args.threads)
+        out.write(f"greedy success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate.mean:.1f}%\n")
+    out.write(f"evaluate under any harness: harness-gym eval --agent hf:{path} --env ...\n")
+
+
+def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the arguments, train with GRPO, save to ``--out``, evaluate greedily on seeds 0.."""
+    env_id, task, harnesses = training_harnesses(args)
+    args.steps = 10 if args.steps is None else args.steps
+    if args.temperature <= 0:
+        raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
+    step_episodes = args.group_size * args.groups_per_step
+    if step_episodes % min(args.micro_batch, step_episodes):
+        raise CommandError(
+            f"--micro-batch {args.micro_batch} must divide the {step_episodes} episodes of a step "
+            "(--group-size x --groups-per-step)"
+        )
     if args.grouping == "cross" and len(harnesses) < 2:
         raise CommandError("--grouping cross compares harnesses: give --space with at least two")
+    check_precision(args.precision)
     output_dir(args.out)
 
     from harness_gym.llm.embedded import EmbeddedModelError
@@ -117,10 +247,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             groups_per_step=args.groups_per_step,
             micro_batch_size=args.micro_batch,
             steps=args.steps,
-            learning_rate=args.learning_rate,
+            learning_rate=args.learning_rate or GRPO_LEARNING_RATE,
             beta=args.beta,
             lora_r=args.lora_r,
-            rollout=RolloutConfig(max_reply_tokens=args.max_tokens, temperature=args.temperature),
+            precision=args.precision,
+            gradient_checkpointing=args.gradient_checkpointing,
+            rollout=RolloutConfig(
+                max_reply_tokens=args.max_tokens,
+                max_context_tokens=args.max_context_tokens,
+                temperature=args.temperature,
+            ),
             seed=args.seed,
             threads=args.threads,
         )
@@ -134,12 +270,5 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         f"saved {task} model trained with GRPO ({args.grouping}, {len(harnesses)} harness(es), "
         f"{args.steps} steps) to {trained.path}; {t['train_seconds']:.0f} s, env share {100 * share:.1f}%\n"
     )
-    if args.eval_episodes > 0:
-        from harness_gym.train.lm_eval import evaluate_folder
-
-        rate = evaluate_folder(
-            trained.path, task, harnesses[0], range(args.eval_episodes), threads=args.threads
-        )
-        out.write(f"greedy success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate.mean:.1f}%\n")
-    out.write(f"evaluate under any harness: harness-gym eval --agent hf:{trained.path} --env ...\n")
+    _evaluate(args, out, trained.path, env_id, task, harnesses[0])
     return 0

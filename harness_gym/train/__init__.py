@@ -1,4 +1,4 @@
-"""Training language models through harnesses (TRL's ``GRPOTrainer``; extra ``trl``).
+"""Training language models through harnesses (TRL's ``SFTTrainer`` and ``GRPOTrainer``; extra ``trl``).
 
 * :mod:`~harness_gym.train.chat_tokens`: a multi-turn episode as one token sequence, with an
   env mask that keeps observation tokens out of the loss;
@@ -10,6 +10,9 @@
 * :mod:`~harness_gym.train.tool_env`: the ``environment_factory`` counterpart (the harness's
   tools as methods);
 * :mod:`~harness_gym.train.grpo_lm`: configuration, training, saving and reloading;
+* :mod:`~harness_gym.train.sft_lm`: supervised fine-tuning on oracle demonstrations rendered
+  by the harness (the export rows), loss on the agent's tokens only;
+* :mod:`~harness_gym.train.precision`: fp32, or bf16 where the machine has it;
 * :mod:`~harness_gym.train.lm_scorer`: a model's log-probabilities of the harness's actions
   (for preference recovery).
 

@@ -27,6 +27,7 @@ from harness_gym.core.harness import Harness
 from harness_gym.train.lm_dataset import GROUPINGS, EpisodeRow, build_dataset, build_rows
 from harness_gym.train.lm_rewards import DEFAULT_REWARDS, reward_functions
 from harness_gym.train.lm_rollout import RolloutConfig
+from harness_gym.train.precision import PRECISIONS
 
 RECORD_NAME = "harness_gym_training.json"
 HARNESS_NAME = "harness.yaml"
@@ -57,6 +58,12 @@ class GRPOLMConfig:
         learning_rate: AdamW learning rate.
         beta: KL coefficient against the initial model (0 skips the reference model).
         lora_r: LoRA rank (0: train every weight).
+        precision: ``fp32``, ``bf16`` (mixed precision: fp32 master weights, bf16 autocast) or
+            ``auto`` (bf16 where the CPU or GPU has it natively).
+        gradient_checkpointing: recompute activations in the backward pass (less memory, slower).
+        vllm_mode: ``None`` (generate with the trainer's own model through transformers),
+            ``"server"`` (TRL's vLLM server, ``trl vllm-serve``) or ``"colocate"`` (vLLM in the
+            trainer's process). Both need CUDA; untested in this package's CI (no GPU).
         rewards: ``((reward name, weight), ...)`` from :data:`~harness_gym.train.lm_rewards.REWARDS`.
         rollout: reply and context limits and sampling temperature.
         seed: seeds TRL (data order, initialisation of LoRA) and sampling.
@@ -76,6 +83,9 @@ class GRPOLMConfig:
     beta: float = 0.0
     lora_r: int = 0
     lora_alpha: int = 16
+    precision: str = "fp32"
+    gradient_checkpointing: bool = False
+    vllm_mode: str | None = None
     rewards: tuple[tuple[str, float], ...] = DEFAULT_REWARDS
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     seed: int = 0
@@ -96,6 +106,14 @@ class GRPOLMConfig:
             )
         if self.beta < 0 or self.learning_rate <= 0:
             raise TrainingSetupError("beta must be >= 0 and learning_rate > 0")
+        if self.precision not in PRECISIONS:
+            raise TrainingSetupError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
+        if self.vllm_mode not in (None, "server", "colocate"):
+            raise TrainingSetupError(
+                f"vllm_mode must be None, 'server' or 'colocate', got {self.vllm_mode!r}"
+            )
         reward_functions(tuple(self.rewards))
 
     @property
@@ -117,7 +135,7 @@ class GRPOLMConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GRPOLMConfig:
-        data = {k: v for k, v in data.items() if k != "harness_ids"}
+        data = {k: v for k, v in data.items() if k not in ("harness_ids", "kind")}
         data["harnesses"] = [Harness.from_dict(h) for h in data["harnesses"]]
         data["rewards"] = tuple(tuple(r) for r in data["rewards"])
         data["rollout"] = RolloutConfig(**data["rollout"])
@@ -200,6 +218,15 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
     from trl import GRPOConfig, GRPOTrainer
 
     from harness_gym.train.lm_rollout import HarnessRollout
+    from harness_gym.train.precision import resolve_precision
+
+    precision = resolve_precision(config.precision)
+    if config.vllm_mode is not None and not torch.cuda.is_available():
+        raise TrainingSetupError(
+            f"vllm_mode={config.vllm_mode!r} needs CUDA (TRL's vLLM generation pushes weights over NCCL "
+            "or runs vLLM in process); without a GPU leave it unset: generation uses the trainer's model"
+        )
+    vllm = {} if config.vllm_mode is None else {"use_vllm": True, "vllm_mode": config.vllm_mode}
 
     out = Path(out)
     path = model_path(config.model)
@@ -226,8 +253,9 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
         max_completion_length=config.rollout.max_reply_tokens,
         reward_weights=weights,
         use_cpu=not torch.cuda.is_available(),
-        bf16=False,
-        gradient_checkpointing=False,  # a small model fits; checkpointing only slows the backward pass
+        bf16=precision == "bf16",
+        gradient_checkpointing=config.gradient_checkpointing,
+        **vllm,
         logging_steps=1,
         save_strategy="no",
         report_to="none",

@@ -314,6 +314,28 @@ def model_generator(model: Any, pad_id: int, eos_id: int, config: RolloutConfig)
     return generate
 
 
+def vllm_generator(trainer: Any, eos_id: int) -> Generator:
+    """A :data:`Generator` through TRL's vLLM generation (``use_vllm``: server or colocate mode).
+
+    TRL syncs the trainer's weights into vLLM before each rollout; each turn's batch goes to
+    ``trainer.vllm_generation.generate`` as token ids, one completion per episode. Needs CUDA:
+    built, not run in this package's tests (no GPU there).
+    """
+
+    def generate(batch: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+        _, completions, logprobs, _ = trainer.vllm_generation.generate(batch, None, num_generations=1)
+        replies = []
+        for ids, lps in zip(completions, logprobs):
+            ids = list(ids)
+            flat = [float(lp[0]) if isinstance(lp, list | tuple) else float(lp) for lp in lps]
+            if eos_id in ids:
+                ids = ids[: ids.index(eos_id) + 1]
+            replies.append((ids, flat[: len(ids)]))
+        return replies
+
+    return generate
+
+
 class HarnessRollout:
     """A ``rollout_func`` for ``trl.GRPOTrainer`` over harness episodes.
 
@@ -356,6 +378,8 @@ class HarnessRollout:
         return jobs
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        if getattr(trainer, "use_vllm", False):
+            return self.run(prompts, vllm_generator(trainer, self.chat.eos_id))
         model = trainer.model
         if hasattr(trainer, "accelerator"):
             model = trainer.accelerator.unwrap_model(model)

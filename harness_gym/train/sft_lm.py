@@ -1,0 +1,317 @@
+"""Supervised fine-tuning of a language model on oracle demonstrations rendered by harnesses (TRL).
+
+:func:`demonstration_rows` plays the task's oracle through each training harness and keeps
+the rows :mod:`harness_gym.integrations.export` writes (``harness-gym export``): the chat a
+model acting through the harness is sent, ending with the oracle's reply (text in the
+harness's action syntax, or a native tool call on the ``native`` tool channel). Several
+harnesses form a balanced set: training seed ``i`` is played under harness ``i mod H``, so a
+multi-harness run sees as many demonstrations as a single-harness one.
+
+:func:`sft_tokens` tokenizes a row with the model's own chat template and marks the agent's
+tokens: the replies of the episode and the end-of-turn token that closes each, never the
+system prompt, the observations, or the harness's worked examples. Rows go to
+``trl.SFTTrainer`` pre-tokenized (``input_ids`` and ``assistant_masks``), so the loss is on
+the agent's tokens only for any chat template (TRL's own ``assistant_only_loss`` needs
+``{% generation %}`` markers, which neither SmolLM2's template nor the embedded model's have).
+
+The saved folder is what :mod:`~harness_gym.train.grpo_lm` writes: a Hugging Face model
+folder with ``harness.yaml`` and ``harness_gym_training.json``, so ``hf:FOLDER`` evaluates it
+and ``--algo grpo-lm --model FOLDER`` trains it further.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_gym.core.harness import Harness
+from harness_gym.train.grpo_lm import (
+    HARNESS_NAME,
+    RECORD_NAME,
+    TrainingSetupError,
+    load_tokenizer,
+    model_path,
+)
+from harness_gym.train.precision import PRECISIONS, resolve_precision
+
+UNITS = ("step", "episode")
+
+
+@dataclass
+class SFTLMConfig:
+    """Everything an SFT run through harnesses depends on (saved with the model).
+
+    Attributes:
+        task: the task id every demonstration plays.
+        harnesses: the training harnesses (seed ``i`` is demonstrated under harness ``i mod H``).
+        train_seeds: task seeds of the demonstrations (keep evaluation seeds apart).
+        model: ``"llm"`` (the embedded model) or a Hugging Face model folder.
+        unit: ``step`` (one row per step: the messages the eval agent sends, then the reply) or
+            ``episode`` (one row per episode: the whole transcript, as GRPO training sees it).
+        epochs: passes over the demonstrations.
+        batch_size: rows per optimizer step.
+        micro_batch_size: rows per forward/backward pass (gradients accumulate over a step;
+            the vocabulary-wide logits of each row are what fills memory).
+        learning_rate: AdamW learning rate (peak; linear decay).
+        lora_r: LoRA rank through ``peft`` (0: full fine-tuning); the saved folder holds merged weights.
+        precision: ``auto`` (bf16 where supported), ``fp32`` or ``bf16`` (mixed precision:
+            fp32 master weights, bf16 autocast).
+        gradient_checkpointing: recompute activations in the backward pass (less memory, slower).
+        max_length: the longest row in tokens; a longer row is refused before training.
+        seed: seeds data order and LoRA initialisation.
+        threads: torch threads on CPU.
+    """
+
+    task: str
+    harnesses: list[Harness]
+    train_seeds: list[int]
+    model: str = "llm"
+    unit: str = "step"
+    epochs: float = 2.0
+    batch_size: int = 8
+    micro_batch_size: int = 2
+    learning_rate: float = 5e-5
+    lora_r: int = 0
+    lora_alpha: int = 16
+    precision: str = "fp32"
+    gradient_checkpointing: bool = False
+    max_length: int = 2048
+    seed: int = 0
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise TrainingSetupError(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        if self.precision not in PRECISIONS:
+            raise TrainingSetupError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
+        if not self.harnesses:
+            raise TrainingSetupError("give at least one training harness")
+        if len({h.id for h in self.harnesses}) != len(self.harnesses):
+            raise TrainingSetupError("the training harnesses are not distinct (two have the same id)")
+        if len(self.train_seeds) < len(self.harnesses):
+            raise TrainingSetupError(
+                f"{len(self.train_seeds)} training seeds cannot demonstrate {len(self.harnesses)} harnesses "
+                "(seed i is played under harness i mod H): give at least one seed per harness"
+            )
+        for name in ("batch_size", "micro_batch_size", "threads", "max_length"):
+            if int(getattr(self, name)) < 1:
+                raise TrainingSetupError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.batch_size % min(self.micro_batch_size, self.batch_size):
+            raise TrainingSetupError(
+                f"micro_batch_size {self.micro_batch_size} must divide batch_size {self.batch_size}"
+            )
+        if self.epochs <= 0 or self.learning_rate <= 0 or self.lora_r < 0:
+            raise TrainingSetupError("epochs and learning_rate must be > 0 and lora_r >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["harnesses"] = [h.to_dict(full=False) for h in self.harnesses]
+        data["harness_ids"] = [h.id for h in self.harnesses]
+        return data
+
+
+def demonstration_rows(
+    task: str, harnesses: Sequence[Harness], seeds: Sequence[int], unit: str = "step"
+) -> list[dict[str, Any]]:
+    """The oracle's episodes as export rows, seed ``i`` under harness ``i mod H``.
+
+    Each row is exactly what :func:`harness_gym.integrations.export.episode_rows` writes, plus
+    ``trained_from``: the index of the first message that belongs to the episode (messages
+    before it are the system prompt and the harness's worked examples).
+    """
+    from harness_gym.baselines.agents import OracleAgent
+    from harness_gym.core.registry import make_env
+    from harness_gym.integrations.export import episode_rows, record_episodes
+    from harness_gym.llm.chat import chat_messages
+
+    rows: list[dict[str, Any]] = []
+    envs = {h.id: make_env(task, h) for h in harnesses}
+    try:
+        for i, seed in enumerate(seeds):
+            harness = harnesses[i % len(harnesses)]
+            env = envs[harness.id]
+            [episode] = record_episodes(env, OracleAgent(env), [int(seed)], "oracle")
+            if not episode.result.success:
+                raise TrainingSetupError(
+                    f"the oracle fails {task} seed {seed} under harness {harness.id} (its ceiling is below 1 "
+                    "there): demonstrations must succeed; lift the step budget or drop that harness"
+                )
+            lead = len(chat_messages(harness, episode.system_prompt, "", (), episode.examples)) - 1
+            for row in episode_rows(env, episode, unit):
+                rows.append({**row, "trained_from": lead if unit == "episode" else len(row["messages"]) - 1})
+    finally:
+        for env in envs.values():
+            env.close()
+    return rows
+
+
+def sft_tokens(
+    tokenizer: Any, messages: Sequence[dict], tools: list | None, trained_from: int
+) -> dict[str, list[int]]:
+    """``input_ids`` of the templated chat and ``assistant_masks``: 1 on the tokens of every
+    assistant message at index ``trained_from`` or later, through the end-of-turn token.
+
+    The spans come from the template itself: an assistant turn starts where the chat before
+    it, rendered with the generation prompt, ends (what the model is shown when it acts), and
+    ends at the first end-of-sequence token after that.
+    """
+    from harness_gym.train.chat_tokens import ChatTemplateError, ChatTokenizer, render
+
+    chat = ChatTokenizer(tokenizer)  # checks the template appends and closes turns with eos
+    full = render(tokenizer, messages, tools, generation=False)
+    spans = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant" or i < trained_from:
+            continue
+        start = len(render(tokenizer, messages[:i], tools, generation=True))
+        end = full.find(chat.eos, start)
+        if not full.startswith(render(tokenizer, messages[:i], tools, generation=True)) or end < 0:
+            raise ChatTemplateError(
+                "the chat template renders an assistant turn unlike its own generation prompt, or does "
+                f"not close it with {chat.eos!r}: the agent's tokens cannot be located"
+            )
+        spans.append((start, end + len(chat.eos)))
+    encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    mask = [int(any(s <= a < e for s, e in spans)) for a, _ in encoded["offset_mapping"]]
+    return {"input_ids": list(encoded["input_ids"]), "assistant_masks": mask}
+
+
+@dataclass
+class TrainedSFT:
+    """A finished SFT run: where it was saved, its per-step log and its timings."""
+
+    path: Path
+    config: SFTLMConfig
+    history: list[dict[str, Any]]
+    timings: dict[str, float]
+
+
+def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, log: Any = None) -> TrainedSFT:
+    """Fine-tune ``config.model`` on oracle demonstrations through the harnesses; save to ``out``."""
+    import os
+
+    import torch
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    torch.set_num_threads(config.threads)
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    out = Path(out)
+    path = model_path(config.model)
+    precision = resolve_precision(config.precision)
+    tokenizer = load_tokenizer(path)
+    tokenizer.padding_side = "right"  # training pads on the right; generation (eval) loads its own
+    started = time.perf_counter()
+    rows = demonstration_rows(config.task, config.harnesses, config.train_seeds, config.unit)
+    records = []
+    for row in rows:
+        tools = json.loads(row["tools"]) if row["tools"] else None
+        tokens = sft_tokens(tokenizer, row["messages"], tools, row["trained_from"])
+        if len(tokens["input_ids"]) > config.max_length:
+            raise TrainingSetupError(
+                f"{config.task} seed {row['seed']} under harness {row['harness_id']}: the demonstration has "
+                f"{len(tokens['input_ids'])} tokens, over max_length={config.max_length}; lower few_shot "
+                "or raise the limit"
+            )
+        records.append(tokens)
+    data_seconds = time.perf_counter() - started
+    steps_per_epoch = -(-len(records) // config.batch_size)
+    args = SFTConfig(
+        output_dir=str(out / "trainer"),
+        per_device_train_batch_size=min(config.micro_batch_size, config.batch_size),
+        gradient_accumulation_steps=config.batch_size // min(config.micro_batch_size, config.batch_size),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="linear",
+        warmup_steps=0,
+        seed=config.seed,
+        data_seed=config.seed,
+        max_length=None,  # lengths are checked above; nothing is cut
+        use_cpu=not torch.cuda.is_available(),
+        bf16=precision == "bf16",
+        gradient_checkpointing=config.gradient_checkpointing,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=not progress,
+        model_init_kwargs={"dtype": torch.float32},
+        dataset_num_proc=None,
+    )
+    peft_config = None
+    if config.lora_r > 0:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+    history: list[dict[str, Any]] = []
+
+    class _Log(TrainerCallback):
+        def on_log(self, _args: Any, state: Any, _control: Any, logs: dict | None = None, **__: Any) -> None:
+            if logs and "loss" in logs:
+                history.append(
+                    {
+                        "step": state.global_step,
+                        **{k: v for k, v in logs.items() if isinstance(v, int | float)},
+                    }
+                )
+            if logs and log is not None:
+                log.log(logs, step=state.global_step)
+
+    trainer = SFTTrainer(
+        model=str(path),
+        args=args,
+        train_dataset=Dataset.from_list(records),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[_Log()],
+    )
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    model = trainer.model
+    if peft_config is not None:
+        model = model.merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tokenizer.padding_side = "left"
+    tokenizer.save_pretrained(str(out))
+    shutil.rmtree(out / "trainer", ignore_errors=True)
+    del trainer, model
+    gc.collect()
+    timings = {
+        "train_seconds": seconds,
+        "data_seconds": data_seconds,
+        "rows": len(records),
+        "tokens": sum(len(r["input_ids"]) for r in records),
+        "trained_tokens": sum(sum(r["assistant_masks"]) for r in records),
+        "steps": len(history) or steps_per_epoch,
+        "precision": precision,
+    }
+    save_record(out, config, history, timings)
+    return TrainedSFT(out, config, history, timings)
+
+
+def save_record(out: Path, config: SFTLMConfig, history: list[dict], timings: dict[str, Any]) -> None:
+    """Write the training record and the first training harness beside the model."""
+    import harness_gym
+
+    record = {
+        "kind": "sft-lm",
+        "harness_gym_version": getattr(harness_gym, "__version__", "unknown"),
+        "config": config.to_dict(),
+        "history": history,
+        "timings": timings,
+    }
+    (out / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
+    (out / HARNESS_NAME).write_text(config.harnesses[0].to_yaml(), "utf-8")
