@@ -9,7 +9,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS := test,analysis,rl,browser,llm,trl,pettingzoo,skyrl,logs
+EXTRAS := test,analysis,rl,browser,video,llm,trl,pettingzoo,skyrl,logs
 
 .PHONY: setup system-deps demo test test-slow test-llm test-openenv test-verifiers bench lint clean serve-model
 
