@@ -59,3 +59,6 @@ def play_oracle(env: gym.Env, seed: int) -> tuple[list[str], dict]:
 
 
 __all__ = ["PRESET_NAMES", "TASK_IDS", "harness_gym", "play_oracle"]
+
+# Fixture task folders carry their own tests (a Harbor task's tests/), which are data here.
+collect_ignore_glob = ["fixtures/*"]

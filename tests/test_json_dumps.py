@@ -60,3 +60,19 @@ def test_sorting_mixed_keys_raises_like_json_dumps() -> None:
         json.dumps({1: 0, "a": 0}, sort_keys=True)
     with pytest.raises(TypeError):
         dumps_function(sort_keys=True)({1: 0, "a": 0})
+
+
+def test_an_encoder_pickles_and_writes_the_same_text_after() -> None:
+    # envs hold these encoders, and vector envs pickle envs into their workers
+    import pickle
+
+    import cloudpickle
+
+    dumps = dumps_function(sort_keys=True, separators=(",", ":"), default=str)
+    value = {"b": [1, 2.5, None], "a": "é", "c": object}
+    for copy in (pickle.loads(pickle.dumps(dumps)), cloudpickle.loads(cloudpickle.dumps(dumps))):
+        assert (
+            copy(value)
+            == dumps(value)
+            == json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        )

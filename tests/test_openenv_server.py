@@ -3,7 +3,7 @@ by raw WebSocket frames: oracle episodes over the wire equal in-process ones, an
 gets the protocol's error codes and frees what it held.
 
 Needs the ``openenv`` extra (skipped without it; it cannot share the project's venv, see
-docs/integrations.md): ``/work/wt/h28-venv/bin/python -m pytest tests/test_openenv_server.py``.
+docs/integrations.md): ``make test-openenv`` (it makes ``.venv-openenv``).
 """
 
 from __future__ import annotations

@@ -20,28 +20,68 @@ except ImportError:  # pragma: no cover - depends on the interpreter
     _c_make_encoder = None
 
 
+class JsonDumps:
+    """``value -> text`` equal to ``json.dumps(value, <these options>)``.
+
+    An object rather than a closure so that envs holding one pickle (vector envs send them to
+    worker processes): it pickles as its options and rebuilds its C encoder on the other side.
+    """
+
+    def __init__(
+        self,
+        *,
+        ensure_ascii: bool = True,
+        sort_keys: bool = False,
+        separators: tuple[str, str] = (", ", ": "),
+        default: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self._options = {
+            "ensure_ascii": ensure_ascii,
+            "sort_keys": sort_keys,
+            "separators": tuple(separators),
+            "default": default,
+        }
+        encoder = json.JSONEncoder(**self._options)
+        if _c_make_encoder is None:  # pragma: no cover - depends on the interpreter
+            self._basestring = None
+            self._encode = encoder.encode
+            return
+        self._basestring = (
+            json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+        )
+        item_separator, key_separator = separators
+        c_encode = _c_make_encoder(
+            None,
+            encoder.default,
+            self._basestring,
+            None,
+            key_separator,
+            item_separator,
+            sort_keys,
+            False,
+            True,
+        )
+        self._encode = lambda value: "".join(c_encode(value, 0))
+
+    def __call__(self, value: Any) -> str:
+        if self._basestring is not None and isinstance(value, str):
+            return self._basestring(value)
+        return self._encode(value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self._options,))
+
+
+def _rebuild(options: dict[str, Any]) -> JsonDumps:
+    return JsonDumps(**options)
+
+
 def dumps_function(
     *,
     ensure_ascii: bool = True,
     sort_keys: bool = False,
     separators: tuple[str, str] = (", ", ": "),
     default: Callable[[Any], Any] | None = None,
-) -> Callable[[Any], str]:
-    """A function ``value -> text`` equal to ``json.dumps(value, <these options>)``."""
-    encoder = json.JSONEncoder(
-        ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=separators, default=default
-    )
-    if _c_make_encoder is None:  # pragma: no cover - depends on the interpreter
-        return encoder.encode
-    basestring = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    item_separator, key_separator = separators
-    c_encode = _c_make_encoder(
-        None, encoder.default, basestring, None, key_separator, item_separator, sort_keys, False, True
-    )
-
-    def dumps(value: Any) -> str:
-        if isinstance(value, str):
-            return basestring(value)
-        return "".join(c_encode(value, 0))
-
-    return dumps
+) -> JsonDumps:
+    """A picklable function ``value -> text`` equal to ``json.dumps(value, <these options>)``."""
+    return JsonDumps(ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=separators, default=default)
