@@ -165,7 +165,7 @@ def test_the_graph_sees_function_level_imports() -> None:
     # harness_gym/__init__ imports the core and the envs at module level
     assert "harness_gym.core.registry" in graph["harness_gym"]
     # a function-level import is an edge: the sweep's cell runner imports the rollout in functions
-    assert graph["harness_gym.analysis.sweep_cell"]["harness_gym.rollout"] is False
+    assert graph["harness_gym.analysis.sweep.cell"]["harness_gym.rollout"] is False
 
 
 def test_the_checks_find_a_planted_circle_and_upward_import() -> None:

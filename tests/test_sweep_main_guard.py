@@ -44,7 +44,7 @@ def test_a_sweep_started_at_a_scripts_top_level_is_refused_with_its_line(
     done = run_script(tmp_path, text)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("harness_gym.analysis.sweep_spec.SweepError: "), done.stderr
+    assert last.startswith("harness_gym.analysis.sweep.spec.SweepError: "), done.stderr
     assert f"my sweep.py, line {line} starts a sweep" in last
     assert 'if __name__ == "__main__":' in last and "workers=0" in last
     assert "WorkerDied" not in done.stderr and "bootstrapping phase" not in done.stderr

@@ -17,7 +17,7 @@
   (:mod:`harness_gym.analysis.lm_report`; ``lm_summary.csv``, ``lm_by_factor.csv``,
   ``lm_deploy.csv``);
 * for a harness-search folder (:mod:`harness_gym.analysis.search`), a first section with
-  ``search_trajectory.png`` and the test-seed tables (:mod:`harness_gym.analysis.search_report`);
+  ``search_trajectory.png`` and the test-seed tables (:mod:`harness_gym.analysis.search.report`);
 * ``report.md`` (images as relative files), ``report.html`` (images embedded as data URIs, so
   the one file can be mailed or moved), and CSV tables (``mismatch.csv``,
   ``marginal_effects.csv``, ``variance.csv``, ``worst_harness.csv``).
@@ -533,8 +533,8 @@ def build_report(
         ),
     ]
     from harness_gym.analysis.lm_report import lm_section
-    from harness_gym.analysis.search_report import PLOT as SEARCH_PLOT
-    from harness_gym.analysis.search_report import is_search_folder, search_section
+    from harness_gym.analysis.search.report import PLOT as SEARCH_PLOT
+    from harness_gym.analysis.search.report import is_search_folder, search_section
 
     lm, lm_tables = lm_section(rows, factors, levels)
     if lm is not None:  # right after the overall table: what the model cost and where to deploy it

@@ -1,7 +1,7 @@
 """One part of a report: a heading, text, an optional plot and tables.
 
 Its own module so that the sweep report (:mod:`harness_gym.analysis.report`) and the parts it
-embeds (:mod:`harness_gym.analysis.search_report`) both build sections without importing
+embeds (:mod:`harness_gym.analysis.search.report`) both build sections without importing
 each other.
 """
 

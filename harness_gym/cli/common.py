@@ -56,7 +56,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     import gymnasium
 
     from harness_gym.analysis.agent_spec import AgentSpecError
-    from harness_gym.analysis.sweep_spec import SweepError
+    from harness_gym.analysis.sweep.spec import SweepError
     from harness_gym.core.harness import HarnessSpecError  # CoverageError is one
     from harness_gym.core.plugins import PluginError
     from harness_gym.llm.embedded import EmbeddedModelError

@@ -66,7 +66,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     import gymnasium as gym
 
     from harness_gym.analysis.agent_spec import parse_agent
-    from harness_gym.analysis.sweep_cell import outage_error
+    from harness_gym.analysis.sweep.cell import outage_error
     from harness_gym.llm.cli_options import apply_llm_options
     from harness_gym.progress import progress
     from harness_gym.rollout import Episode, EpisodeResult, run_batched, run_episode

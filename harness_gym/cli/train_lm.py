@@ -121,7 +121,7 @@ def training_harnesses(args: argparse.Namespace) -> tuple[str, str, list]:
     harnesses = [probe.unwrapped.harness]
     probe.close()
     if args.space is not None:
-        from harness_gym.analysis.sweep_spec import select_harnesses
+        from harness_gym.analysis.sweep.spec import select_harnesses
 
         points, _, _, _ = select_harnesses(args.space, args.subset)
         harnesses = [p.harness for p in points]

@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness_gym.analysis.search_run import SEARCH_FILE, Evaluator, atomic_write, write_json
-from harness_gym.analysis.search_spec import SearchError, SearchSpec, rung_seed_counts
-from harness_gym.analysis.search_stats import ALPHA, Score, ceiling_flags, paired_difference, score
+from harness_gym.analysis.search.run import SEARCH_FILE, Evaluator, atomic_write, write_json
+from harness_gym.analysis.search.spec import SearchError, SearchSpec, rung_seed_counts
+from harness_gym.analysis.search.stats import ALPHA, Score, ceiling_flags, paired_difference, score
 from harness_gym.analysis.stats import holm
 from harness_gym.core.harness import Harness
 
@@ -314,7 +314,7 @@ def claim(out: Path, spec: SearchSpec, overwrite: bool) -> None:
     """Make ``out`` this search's folder, or fail clearly if it holds another search's rows."""
     import json
 
-    from harness_gym.analysis.sweep_store import ROWS_JSONL, ROWS_PARQUET, SWEEP_FILE
+    from harness_gym.analysis.sweep.store import ROWS_JSONL, ROWS_PARQUET, SWEEP_FILE
 
     out.mkdir(parents=True, exist_ok=True)
     meta = out / SEARCH_FILE
@@ -540,7 +540,7 @@ def _change(spec: SearchSpec, h: Harness) -> str:
 
 def sweep_record(spec: SearchSpec, evaluated: Sequence[tuple[str, Harness]], n_rows: int) -> dict[str, Any]:
     """The folder's ``sweep.json``: the evaluated harnesses as a sweep, so the sweep report
-    (and :func:`~harness_gym.analysis.sweep_store.load_rows`) read a search folder too."""
+    (and :func:`~harness_gym.analysis.sweep.store.load_rows`) read a search folder too."""
     return {
         "sweep_id": spec.id,
         "version": 1,
@@ -569,7 +569,7 @@ def sweep_record(spec: SearchSpec, evaluated: Sequence[tuple[str, Harness]], n_r
 def _write(state: _Search, result: SearchResult) -> None:
     """Write the tables, the best harness YAML, the sweep record, the rows' Parquet table and
     the final search.json."""
-    from harness_gym.analysis.sweep_store import ROWS_PARQUET, SWEEP_FILE, write_parquet
+    from harness_gym.analysis.sweep.store import ROWS_PARQUET, SWEEP_FILE, write_parquet
 
     out, spec = result.out_dir, result.spec
     for name, table in result.tables.items():

@@ -22,10 +22,10 @@ Rows are deterministic: the same cell gives the same row on every backend and wo
 except ``wall_time``.
 
 This module is the façade; the parts live below it (imports point down):
-:mod:`~harness_gym.analysis.sweep_spec` (what to run: spec, harnesses, cells),
-:mod:`~harness_gym.analysis.sweep_cell` (running cells into rows),
-:mod:`~harness_gym.analysis.sweep_store` (the output folder and its tables) and
-:mod:`~harness_gym.analysis.sweep_executors` (process pool and Ray).
+:mod:`~harness_gym.analysis.sweep.spec` (what to run: spec, harnesses, cells),
+:mod:`~harness_gym.analysis.sweep.cell` (running cells into rows),
+:mod:`~harness_gym.analysis.sweep.store` (the output folder and its tables) and
+:mod:`~harness_gym.analysis.sweep.executors` (process pool and Ray).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness_gym.analysis.sweep_cell import (
+from harness_gym.analysis.sweep.cell import (
     WORKER_DIED,
     clear_caches,
     is_outage,
@@ -46,7 +46,7 @@ from harness_gym.analysis.sweep_cell import (
     run_cells,
     run_cells_batched,
 )
-from harness_gym.analysis.sweep_executors import (
+from harness_gym.analysis.sweep.executors import (
     BACKENDS,
     ISOLATED_ATTEMPTS,
     check_importable,
@@ -56,7 +56,7 @@ from harness_gym.analysis.sweep_executors import (
     run_local,
     run_ray,
 )
-from harness_gym.analysis.sweep_spec import (
+from harness_gym.analysis.sweep.spec import (
     ALL_LIMIT,
     SUBSET_FORMS,
     Cell,
@@ -69,7 +69,7 @@ from harness_gym.analysis.sweep_spec import (
     select_design,
     select_harnesses,
 )
-from harness_gym.analysis.sweep_store import (
+from harness_gym.analysis.sweep.store import (
     ROWS_JSONL,
     ROWS_PARQUET,
     SWEEP_FILE,
