@@ -5,24 +5,5 @@ verifiers imports a taskset by a top-level module name (``harness-gym-verifiers`
 :mod:`harness_gym.integrations.verifiers_env`, where everything lives.
 """
 
-from harness_gym.integrations.verifiers_env import (
-    HarnessGymChat,
-    HarnessGymData,
-    HarnessGymEnv,
-    HarnessGymEnvConfig,
-    HarnessGymTask,
-    HarnessGymTaskset,
-    HarnessGymTasksetConfig,
-    load_environment,
-)
-
-__all__ = [
-    "HarnessGymChat",
-    "HarnessGymData",
-    "HarnessGymEnv",
-    "HarnessGymEnvConfig",
-    "HarnessGymTask",
-    "HarnessGymTaskset",
-    "HarnessGymTasksetConfig",
-    "load_environment",
-]
+from harness_gym.integrations.verifiers_env import *  # noqa: F403
+from harness_gym.integrations.verifiers_env import __all__  # noqa: F401

@@ -327,12 +327,15 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
     return TrainedLM(out, config, history, timings)
 
 
-def save_record(out: Path, config: GRPOLMConfig, history: list[dict], timings: dict[str, float]) -> None:
-    """Write the training record and the first training harness beside the model."""
+def save_record(
+    out: Path, config: Any, history: list[dict], timings: dict[str, Any], kind: str = "grpo-lm"
+) -> None:
+    """Write the training record (``kind``: the algorithm, grpo-lm or sft-lm) and the first
+    training harness beside the model."""
     import harness_gym
 
     record = {
-        "kind": "grpo-lm",
+        "kind": kind,
         "harness_gym_version": getattr(harness_gym, "__version__", "unknown"),
         "config": config.to_dict(),
         "history": history,

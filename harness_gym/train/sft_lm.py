@@ -32,11 +32,10 @@ from typing import Any
 
 from harness_gym.core.harness import Harness
 from harness_gym.train.grpo_lm import (
-    HARNESS_NAME,
-    RECORD_NAME,
     TrainingSetupError,
     load_tokenizer,
     model_path,
+    save_record,
 )
 from harness_gym.train.precision import PRECISIONS, resolve_precision
 
@@ -298,20 +297,5 @@ def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, lo
         "steps": len(history) or steps_per_epoch,
         "precision": precision,
     }
-    save_record(out, config, history, timings)
+    save_record(out, config, history, timings, kind="sft-lm")
     return TrainedSFT(out, config, history, timings)
-
-
-def save_record(out: Path, config: SFTLMConfig, history: list[dict], timings: dict[str, Any]) -> None:
-    """Write the training record and the first training harness beside the model."""
-    import harness_gym
-
-    record = {
-        "kind": "sft-lm",
-        "harness_gym_version": getattr(harness_gym, "__version__", "unknown"),
-        "config": config.to_dict(),
-        "history": history,
-        "timings": timings,
-    }
-    (out / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
-    (out / HARNESS_NAME).write_text(config.harnesses[0].to_yaml(), "utf-8")
