@@ -21,7 +21,9 @@ def full_log_probs(scorer, observation: str, legal: list[str]) -> np.ndarray:  #
     from harness_gym.llm.chat import chat_messages
 
     env = scorer.env
-    prompt = scorer.chat.prompt_ids(chat_messages(env.harness, env.system_prompt, observation, (), env.examples))
+    prompt = scorer.chat.prompt_ids(
+        chat_messages(env.harness, env.system_prompt, observation, (), env.examples)
+    )
     scores = []
     for text in legal:
         reply = scorer.chat.encode(text) + [scorer.chat.eos_id]

@@ -75,9 +75,16 @@ class LMActionScorer:
             mask[i, len(prompt) : len(prompt) + len(reply)] = 1
         with torch.no_grad():
             cache = DynamicCache(config=self.model.config)
-            first = self.model(
-                input_ids=torch.tensor([prompt]), **{self._cache_arg: cache}, use_cache=True, logits_to_keep=1
-            ).logits[0, -1].float()  # predicts each reply's first token
+            first = (
+                self.model(
+                    input_ids=torch.tensor([prompt]),
+                    **{self._cache_arg: cache},
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+                .logits[0, -1]
+                .float()
+            )  # predicts each reply's first token
             cache.batch_repeat_interleave(len(replies))
             rest = self.model(input_ids=ids, attention_mask=mask, **{self._cache_arg: cache}).logits.float()
         head = torch.log_softmax(first, dim=-1)
