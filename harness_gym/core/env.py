@@ -284,9 +284,8 @@ class HarnessEnv(gym.Env[str, str]):
         spec = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
         #: A fresh copy of the spec per info (users keep infos; nothing may be shared).
         self._spec_copy = fresh_copies(spec)
-        #: A fresh copy of the bound harness's function tools per reset info (a pickle: as
-        #: fast to load as a literal for data this size, and faster to make).
-        self._tools_copy = _pickled_copies(bound.openai_tools)
+        #: A fresh copy of the bound harness's function tools per reset info.
+        self._tools_copy = fresh_copies(bound.openai_tools)
 
     # -- helpers for agents, tests and analysis --------------------------------------------
 
@@ -423,16 +422,17 @@ _NO_REQUEST = HarnessRequest()
 def fresh_copies(value: Any) -> Callable[[], Any]:
     """A function that returns a new deep copy of the plain data ``value`` at each call.
 
-    The value is written as a Python literal and compiled once (per distinct value, so an
-    env that binds a harness again pays no second compile): evaluating it builds the copy
-    several times faster than ``pickle.loads`` or ``copy.deepcopy`` do. Data a literal
-    cannot write (other types, non-finite floats) is copied through a pickle instead.
+    The value is written as a Python literal and compiled once into a function that returns
+    it (per distinct value, so an env that binds a harness again pays no second compile):
+    calling it builds the copy several times faster than ``pickle.loads`` or
+    ``copy.deepcopy`` do (and faster than ``eval`` of the literal). Data a literal cannot
+    write (other types, non-finite floats) is copied through a pickle instead.
     """
     if _literal(value):
         source = repr(value)
         copier = _LITERAL_COPIERS.get(source)
         if copier is None:
-            copier = functools.partial(eval, compile(source, "<fresh copy>", "eval"), {"__builtins__": {}})
+            copier = eval(compile(f"lambda: {source}", "<fresh copy>", "eval"), {"__builtins__": {}})
             if copier() != value:  # pragma: no cover - a literal that does not round-trip
                 return _pickled_copies(value)
             if len(_LITERAL_COPIERS) >= 1024:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task, state_text, text_digest
 from harness_gym.envs.web.page import TEXT_INPUTS, Element, Page
 
 CLICK = ActionSpec(
@@ -47,6 +47,8 @@ WEB_ACTIONS = (CLICK, TYPE, PRESS, SELECT)
 KEYS = ("Enter", "Tab", "Escape", "ArrowDown", "ArrowUp", "Backspace")
 #: Tags that a random agent's legal clicks cover.
 CLICKABLE = frozenset({"button", "a", "checkbox", "radio", "tab", "li", "span", "label", "treeitem"})
+#: Stands for the page in the state ``WebTask.digest`` writes (the page's text is spliced in).
+_PAGE = object()
 
 
 class WebTask(Task):
@@ -164,10 +166,21 @@ class WebTask(Task):
         return StepResult(reward, self.done, self.succeeded)
 
     def state(self) -> dict[str, Any]:
+        return self._state(self.page.state())
+
+    def digest(self) -> str:
+        """The digest of :meth:`state`, with the page's part written by ``Page.state_text``
+        (the same text; the encoder's dicts for the page cost most of a reset's digest)."""
+        state = self._state(_PAGE)
+        if type(self).state is not WebTask.state or state["page"] is not _PAGE:
+            return super().digest()  # a subclass's own state, or an extra state named "page"
+        return text_digest(state_text(state, written={"page": self.page.state_text()}))
+
+    def _state(self, page: Any) -> dict[str, Any]:
         return {
             "instruction": self.instruction,
             "title": self.title,
-            "page": self.page.state(),
+            "page": page,
             "done": self.done,
             "succeeded": self.succeeded,
             **self.extra_state(),
