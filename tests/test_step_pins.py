@@ -126,6 +126,26 @@ def test_fresh_copies_of_data_a_literal_cannot_write() -> None:
         assert repr(one) == repr(value) == repr(two)
 
 
+def test_fresh_copies_of_a_dict_share_only_immutable_values() -> None:
+    from harness_gym.core.env import fresh_copies
+
+    value = {"a": "x", "t": (1, ("y", None)), "d": {"k": [1]}, "l": [{}], "n": 2.5, "tl": ([],)}
+    copy = fresh_copies(value)
+    one, two = copy(), copy()
+    assert one == value == two and list(one) == list(value)  # equal, keys in the same order
+    one["d"]["k"].append(2)
+    one["l"][0]["new"] = 1
+    one["tl"][0].append(3)
+    one["a"] = "changed"
+    assert copy() == value == two != one
+    assert all(copy()[k] is not value[k] for k in ("d", "l", "tl"))
+    for plain in ({"a": 1, "b": ("c",)}, {}):
+        copies = fresh_copies(plain)
+        first = copies()
+        first["z"] = 0
+        assert copies() == plain and copies() is not plain
+
+
 def _web_tasks() -> list[type]:
     from harness_gym import get_task
     from harness_gym.envs.web.base import WebTask
