@@ -124,3 +124,97 @@ def test_fresh_copies_of_data_a_literal_cannot_write() -> None:
         one, two = copy(), copy()
         assert one is not value and one is not two
         assert repr(one) == repr(value) == repr(two)
+
+
+def test_fresh_copies_of_a_dict_share_only_immutable_values() -> None:
+    from harness_gym.core.env import fresh_copies
+
+    value = {"a": "x", "t": (1, ("y", None)), "d": {"k": [1]}, "l": [{}], "n": 2.5, "tl": ([],)}
+    copy = fresh_copies(value)
+    one, two = copy(), copy()
+    assert one == value == two and list(one) == list(value)  # equal, keys in the same order
+    one["d"]["k"].append(2)
+    one["l"][0]["new"] = 1
+    one["tl"][0].append(3)
+    one["a"] = "changed"
+    assert copy() == value == two != one
+    assert all(copy()[k] is not value[k] for k in ("d", "l", "tl"))
+    for plain in ({"a": 1, "b": ("c",)}, {}):
+        copies = fresh_copies(plain)
+        first = copies()
+        first["z"] = 0
+        assert copies() == plain and copies() is not plain
+
+
+def _web_tasks() -> list[type]:
+    from harness_gym import get_task
+    from harness_gym.envs.web.base import WebTask
+
+    return [cls for cls in map(get_task, sorted(TASKS)) if issubclass(cls, WebTask)]
+
+
+def test_web_digest_is_the_digest_of_the_state() -> None:
+    """WebTask.digest writes the page itself: the same digest as the generic one, at every
+    step of random episodes of every web task (hidden elements, checked boxes, options)."""
+    from harness_gym.core.task import Task, state_digest
+
+    tasks = _web_tasks()
+    assert len(tasks) >= 10
+    for cls in tasks:
+        task = cls()
+        for seed in range(25):
+            rng = np.random.default_rng(seed)
+            task.reset(rng)
+            for _ in range(8):
+                assert task.digest() == Task.digest(task) == state_digest(task.state()), (cls, seed)
+                legal = task.legal_actions()
+                if not legal:
+                    break
+                task.step(legal[int(rng.integers(len(legal)))])
+
+
+def test_web_digest_of_values_of_other_types() -> None:
+    """Element values of types other than declared (a numpy int ref, an int value, checked=1,
+    non-ASCII text, attributes that are not text) and an extra state named ``page`` are
+    digested as the generic digest digests them."""
+    from harness_gym.core.task import Task
+    from harness_gym.envs.web.tasks.enter_text import EnterText
+
+    class OddEnterText(EnterText):
+        def extra_state(self) -> dict[str, Any]:
+            return {**super().extra_state(), "z": [1.5, None, {"b": 1, "a": "é"}]}
+
+    task = OddEnterText()
+    task.reset(np.random.default_rng(0))
+    plain = task.digest()
+    assert plain == Task.digest(task)
+    for change in (
+        lambda e: setattr(e, "ref", np.int64(e.ref)),
+        lambda e: setattr(e, "value", 7),
+        lambda e: setattr(e, "checked", 1),
+        lambda e: setattr(e, "text", 'naïve "quoted" \n\x00 ☃ \U0001f600'),
+        lambda e: e.attrs.update({"z": 1, "a": None, "m": ["x"]}),
+        lambda e: setattr(e, "options", ("a", "b")),
+        lambda e: setattr(e, "visible", 0),
+    ):
+        change(task.field)
+        assert task.digest() == Task.digest(task)
+    assert task.digest() != plain
+
+    class PageInExtra(EnterText):
+        def extra_state(self) -> dict[str, Any]:
+            return {"page": "replaced"}
+
+    task = PageInExtra()
+    task.reset(np.random.default_rng(0))
+    assert task.state()["page"] == "replaced"
+    assert task.digest() == Task.digest(task)
+
+
+def test_state_text_with_written_parts_is_the_whole_text() -> None:
+    from harness_gym.core.task import state_text
+
+    state = {"b": [1, {"y": 2, "x": None}], "a": "é", "page": None, "c": True, "pagf": 0.5}
+    for written in ({"page": '[{"k":1}]'}, {"a": state_text("é"), "c": "true"}, {}):
+        whole = {**state, **{k: __import__("json").loads(v) for k, v in written.items()}}
+        assert state_text(state, written=written) == state_text(whole)

@@ -284,9 +284,8 @@ class HarnessEnv(gym.Env[str, str]):
         spec = {k: tuple(v) if isinstance(v, list) else v for k, v in harness.to_dict().items()}
         #: A fresh copy of the spec per info (users keep infos; nothing may be shared).
         self._spec_copy = fresh_copies(spec)
-        #: A fresh copy of the bound harness's function tools per reset info (a pickle: as
-        #: fast to load as a literal for data this size, and faster to make).
-        self._tools_copy = _pickled_copies(bound.openai_tools)
+        #: A fresh copy of the bound harness's function tools per reset info.
+        self._tools_copy = fresh_copies(bound.openai_tools)
 
     # -- helpers for agents, tests and analysis --------------------------------------------
 
@@ -423,23 +422,44 @@ _NO_REQUEST = HarnessRequest()
 def fresh_copies(value: Any) -> Callable[[], Any]:
     """A function that returns a new deep copy of the plain data ``value`` at each call.
 
-    The value is written as a Python literal and compiled once (per distinct value, so an
-    env that binds a harness again pays no second compile): evaluating it builds the copy
-    several times faster than ``pickle.loads`` or ``copy.deepcopy`` do. Data a literal
-    cannot write (other types, non-finite floats) is copied through a pickle instead.
+    The value is written as a Python literal and compiled once into a function that returns
+    it (per distinct value, so an env that binds a harness again pays no second compile):
+    calling it builds the copy several times faster than ``pickle.loads`` or
+    ``copy.deepcopy`` do (and faster than ``eval`` of the literal). A dict shares its
+    immutable values (text, numbers, tuples of them) with its copies: each copy is a copy of
+    the dict with fresh copies of its other values (the harness spec, copied into every
+    info, is mostly text). Data a literal cannot write (other types, non-finite floats) is
+    copied through a pickle instead.
     """
-    if _literal(value):
-        source = repr(value)
-        copier = _LITERAL_COPIERS.get(source)
-        if copier is None:
-            copier = functools.partial(eval, compile(source, "<fresh copy>", "eval"), {"__builtins__": {}})
-            if copier() != value:  # pragma: no cover - a literal that does not round-trip
-                return _pickled_copies(value)
-            if len(_LITERAL_COPIERS) >= 1024:
-                _LITERAL_COPIERS.clear()
-            _LITERAL_COPIERS[source] = copier
-        return copier
-    return _pickled_copies(value)
+    if not _literal(value):
+        return _pickled_copies(value)
+    if type(value) is dict:
+        mutable = {k: v for k, v in value.items() if not _immutable(v)}
+        if not mutable:
+            return value.copy().copy
+        if len(mutable) < len(value):
+            return functools.partial(_dict_copy, value.copy(), _literal_copies(mutable))
+    return _literal_copies(value)
+
+
+def _dict_copy(shared: dict[Any, Any], fresh_values: Callable[[], dict[Any, Any]]) -> dict[Any, Any]:
+    # ``shared``'s mutable values are never handed out: every copy gets fresh ones in their place.
+    copy = shared.copy()
+    copy.update(fresh_values())
+    return copy
+
+
+def _literal_copies(value: Any) -> Callable[[], Any]:
+    source = repr(value)
+    copier = _LITERAL_COPIERS.get(source)
+    if copier is None:
+        copier = eval(compile(f"lambda: {source}", "<fresh copy>", "eval"), {"__builtins__": {}})
+        if copier() != value:  # pragma: no cover - a literal that does not round-trip
+            return _pickled_copies(value)
+        if len(_LITERAL_COPIERS) >= 1024:
+            _LITERAL_COPIERS.clear()
+        _LITERAL_COPIERS[source] = copier
+    return copier
 
 
 #: Compiled copiers by the literal they evaluate.
@@ -448,6 +468,13 @@ _LITERAL_COPIERS: dict[str, Callable[[], Any]] = {}
 
 def _pickled_copies(value: Any) -> Callable[[], Any]:
     return functools.partial(pickle.loads, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _immutable(value: Any) -> bool:
+    """Whether the literal ``value`` cannot be changed in place (a scalar, or a tuple of such)."""
+    if type(value) is tuple:
+        return all(_immutable(v) for v in value)
+    return type(value) not in (list, dict)
 
 
 def _literal(value: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
+from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task, state_text, text_digest
 from harness_gym.envs.web.page import TEXT_INPUTS, Element, Page
 
 CLICK = ActionSpec(
@@ -47,6 +47,8 @@ WEB_ACTIONS = (CLICK, TYPE, PRESS, SELECT)
 KEYS = ("Enter", "Tab", "Escape", "ArrowDown", "ArrowUp", "Backspace")
 #: Tags that a random agent's legal clicks cover.
 CLICKABLE = frozenset({"button", "a", "checkbox", "radio", "tab", "li", "span", "label", "treeitem"})
+#: Stands for the page in the state ``WebTask.digest`` writes (the page's text is spliced in).
+_PAGE = object()
 
 
 class WebTask(Task):
@@ -118,17 +120,17 @@ class WebTask(Task):
     def legal_actions(self) -> list[Action]:
         if self.done:
             return []
-        # Actions built directly (what Action.of builds, without its keyword round trip).
+        candidates = tuple(self.type_candidates)
         actions: list[Action] = []
         for element in self.page.visible():
             tag, ref = element.tag, element.ref
             if tag in CLICKABLE:
-                actions.append(Action("click", (("ref", ref),)))
+                actions.extend(_actions("click", ref, ()))
             if tag in TEXT_INPUTS:
-                actions.extend([Action("type", (("ref", ref), ("text", t))) for t in self.type_candidates])
+                actions.extend(_actions("type", ref, candidates))
             if tag == "select" and element.options:
-                actions.extend([Action("select", (("ref", ref), ("option", o))) for o in element.options])
-        actions.extend([Action("press", (("key", k),)) for k in self.legal_keys])
+                actions.extend(_actions("select", ref, tuple(element.options)))
+        actions.extend(_actions("press", None, self.legal_keys))
         return actions
 
     def check(self, action: Action) -> str | None:
@@ -164,10 +166,21 @@ class WebTask(Task):
         return StepResult(reward, self.done, self.succeeded)
 
     def state(self) -> dict[str, Any]:
+        return self._state(self.page.state())
+
+    def digest(self) -> str:
+        """The digest of :meth:`state`, with the page's part written by ``Page.state_text``
+        (the same text; the encoder's dicts for the page cost most of a reset's digest)."""
+        state = self._state(_PAGE)
+        if type(self).state is not WebTask.state or state["page"] is not _PAGE:
+            return super().digest()  # a subclass's own state, or an extra state named "page"
+        return text_digest(state_text(state, written={"page": self.page.state_text()}))
+
+    def _state(self, page: Any) -> dict[str, Any]:
         return {
             "instruction": self.instruction,
             "title": self.title,
-            "page": self.page.state(),
+            "page": page,
             "done": self.done,
             "succeeded": self.succeeded,
             **self.extra_state(),
@@ -177,3 +190,27 @@ class WebTask(Task):
         element = self.page.get(ref)
         assert element is not None, "step() called with an unchecked action"
         return element
+
+
+#: Legal actions already built, shared by every web task and episode (an Action is an
+#: immutable value): (name, ref, the texts, options or keys) -> those actions.
+_BUILT_ACTIONS: dict[tuple[str, int | None, tuple[str, ...]], tuple[Action, ...]] = {}
+
+
+def _actions(name: str, ref: int | None, values: tuple[str, ...]) -> tuple[Action, ...]:
+    """``click(ref)``, or ``type``/``select`` of ``ref`` with each value, or ``press`` of each key."""
+    key = (name, ref, values)
+    built = _BUILT_ACTIONS.get(key)
+    if built is None:
+        if len(_BUILT_ACTIONS) >= 8192:
+            _BUILT_ACTIONS.clear()
+        # Built directly (what Action.of builds, without its keyword round trip).
+        if name == "click":
+            built = (Action("click", (("ref", ref),)),)
+        elif name == "press":
+            built = tuple(Action("press", (("key", k),)) for k in values)
+        else:
+            arg = "text" if name == "type" else "option"
+            built = tuple(Action(name, (("ref", ref), (arg, v))) for v in values)
+        _BUILT_ACTIONS[key] = built
+    return built

@@ -7,8 +7,14 @@ order; hidden elements are left out of the field (and cannot be acted on).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness_gym.core.task import state_text
+
+#: A JSON string as ``state_text`` writes it (ASCII, escaped), for values known to be a str.
+_string = json.encoder.encode_basestring_ascii
 
 #: Tags that accept ``type``.
 TEXT_INPUTS = frozenset({"input", "textarea"})
@@ -106,18 +112,54 @@ class Page:
 
     def state(self) -> list[dict[str, Any]]:
         """Every element, hidden ones included, for the task-state digest."""
+        return [_element_state(e) for e in self.roots]
 
-        def full(e: Element) -> dict[str, Any]:
-            return {
-                "ref": e.ref,
-                "tag": e.tag,
-                "text": e.text,
-                "value": e.value,
-                "checked": e.checked,
-                "options": e.options,
-                "attrs": e.attrs,
-                "visible": e.visible,
-                "children": [full(c) for c in e.children],
-            }
+    def state_text(self) -> str:
+        """``state_text(self.state())`` (the canonical JSON the task-state digest hashes),
+        written straight from the elements: the same text, about twice as fast as building
+        the dicts and encoding them (every reset digests its page)."""
+        return "[" + ",".join([_element_state_text(e) for e in self.roots]) + "]"
 
-        return [full(e) for e in self.roots]
+
+def _element_state(e: Element) -> dict[str, Any]:
+    return {
+        "ref": e.ref,
+        "tag": e.tag,
+        "text": e.text,
+        "value": e.value,
+        "checked": e.checked,
+        "options": e.options,
+        "attrs": e.attrs,
+        "visible": e.visible,
+        "children": [_element_state(c) for c in e.children],
+    }
+
+
+#: JSON's constants, for values known to be None or a bool.
+_CONSTANTS = {None: "null", True: "true", False: "false"}
+
+
+def _element_state_text(e: Element) -> str:
+    """``state_text(_element_state(e))``: its keys in sorted order, scalars written directly."""
+    if not _plain(e):  # a value of another type than Element declares: the encoder writes it
+        return state_text(_element_state(e))
+    kids = ",".join([_element_state_text(c) for c in e.children])
+    return (
+        f'{{"attrs":{state_text(e.attrs) if e.attrs else "{}"},"checked":{_CONSTANTS[e.checked]},'
+        f'"children":[{kids}],"options":{"null" if e.options is None else state_text(e.options)},'
+        f'"ref":{e.ref!r},"tag":{_string(e.tag)},"text":{_string(e.text)},'
+        f'"value":{"null" if e.value is None else _string(e.value)},"visible":{_CONSTANTS[e.visible]}}}'
+    )
+
+
+def _plain(e: Element) -> bool:
+    """Whether ``e``'s values have the exact types its fields declare (what is written directly)."""
+    return (
+        type(e.ref) is int
+        and type(e.tag) is str
+        and type(e.text) is str
+        and (e.value is None or type(e.value) is str)
+        and (e.checked is None or type(e.checked) is bool)
+        and type(e.visible) is bool
+        and type(e.attrs) is dict
+    )
