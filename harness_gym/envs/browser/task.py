@@ -10,7 +10,9 @@ The task keeps the web suite's interface, so every harness presents both alike:
   sent as real mouse and keyboard input (a drop-down choice is set the way a user's pick
   is: option selected, ``input`` and ``change`` fired).
 
-An episode: a freshly loaded page (see :mod:`~harness_gym.envs.browser.browser`),
+An episode: the task's document (the previous episode's, put back as a fresh load has it,
+where that is shown exact: ``reuse_page``, the default; else a freshly loaded page, see
+:mod:`~harness_gym.envs.browser.browser`),
 ``Math.seedrandom(seed)`` with a seed drawn from the reset generator, MiniWoB's
 ``core.startEpisodeReal()``, and the task timer cancelled (the :mod:`virtual clock
 <harness_gym.envs.browser.clock>` only moves when an action is taken, so nothing depends on
@@ -118,13 +120,14 @@ class BrowserTask(Task):
         click_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`CLICK_MODES`.
         call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
             starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
-        reuse_page: start each episode in the previous episode's document, as Farama's env
-            does (``core.startEpisodeReal()`` again, one round trip, no page load), with the
-            document's MiniWoB bookkeeping put back as a fresh load has it, instead of a
-            freshly loaded one; only for the tasks of
-            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE`, whose reused document was
-            shown to give a fresh page's fields and digest; the others still get a fresh
-            document per episode (:attr:`page_reused` says which happened). Off by default.
+        reuse_page: start each episode in the previous episode's document where that is
+            exact (the default), as Farama's env does: ``core.startEpisodeReal()`` again, in
+            one round trip and without a page load, with what MiniWoB and the harness keep in
+            the document put back as a fresh load has it. Only the tasks of
+            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE` are reused, those whose
+            reused document was shown to give a fresh page's fields and state digest for
+            every seed tried; the others get a fresh document per episode, as does every task
+            with ``reuse_page=False``. :attr:`page_reused` says which happened.
         screenshots: capture the task area (:data:`TASK_AREA`) as PNG bytes after every reset
             and every step, in :attr:`screenshot` (the env puts it in ``info["screenshot"]``),
             for agents that read pixels. Off by default (nothing is captured).
@@ -159,11 +162,13 @@ class BrowserTask(Task):
         session: BrowserSession | None = None,
         click_mode: str = "dom",
         call_timeout: float | None = None,
-        reuse_page: bool = False,
+        reuse_page: bool = True,
         screenshots: bool = False,
     ) -> None:
         if not isinstance(screenshots, bool):
             raise TypeError(f"screenshots must be True or False, got {screenshots!r}")
+        if not isinstance(reuse_page, bool):
+            raise TypeError(f"reuse_page must be True or False, got {reuse_page!r}")
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
         if session is not None and call_timeout is not None:
@@ -223,7 +228,8 @@ class BrowserTask(Task):
         self.begin(int(rng.integers(0, 2**31 - 1)))
 
     def begin(self, seed: int) -> None:
-        """Start the episode of MiniWoB seed ``seed`` in a fresh page (new browser if needed).
+        """Start the episode of MiniWoB seed ``seed``: in the previous episode's document where
+        ``reuse_page`` applies, else in a fresh page (a new browser if needed).
 
         A browser found dead is replaced at once; a crash or a stall during the reset (past
         the session's deadline) raises :class:`BrowserCrashedError` /
@@ -430,7 +436,8 @@ class BrowserTask(Task):
         }
 
     def snapshot(self) -> Any:
-        """The seed and the actions taken: :meth:`restore` replays them in a fresh page."""
+        """The seed and the actions taken: :meth:`restore` replays them from the episode's
+        start (the same instance, in a reused or a fresh document alike)."""
         return {"seed": self.seed, "trace": list(self.trace)}
 
     def restore(self, snapshot: Any) -> None:
