@@ -251,18 +251,20 @@ class BrowserTask(Task):
         self.page_reused = False
         reusable = self.reuse_page and self.subdomain in EXACT_REUSE
         if reusable and self._page is not None and session.is_active(self._page):
-            self.page_reused = True
             try:  # Farama's way: the next episode in the same document, one round trip
                 text = session.call(self._page, "__hgPage.restart", args)
             except BrowserCrashedError as err:
                 self._page = None
-                self.done = True
-                raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
-            obs = json.loads(text)
-            self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
-            self._observe(obs)
-            self._capture_after_reset()
-            return
+                session.mark_broken()
+                # A browser that was already dead (killed between episodes) is replaced within
+                # this reset, by the fresh load below; a crash or a stall during it ends the reset.
+                if isinstance(err, BrowserTimeoutError) or "crashed during" in str(err):
+                    self.done = True
+                    raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+            else:
+                self.page_reused = True
+                self._started(text)
+                return
         for attempt in range(2):
             launches = session.launches
             try:
@@ -279,6 +281,10 @@ class BrowserTask(Task):
                 if attempt or not stale or "crashed during" in str(err):
                     self.done = True
                     raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+        self._started(text)
+
+    def _started(self, text: str) -> None:
+        """Take in the episode start's observation (JSON text, with the markup to digest)."""
         obs = json.loads(text)
         self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
         self._observe(obs)
