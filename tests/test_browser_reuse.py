@@ -51,7 +51,15 @@ def check_reuse_is_exact(subdomain: str, sessions: tuple[BrowserSession, Browser
         assert got["page_reused"] is (subdomain in EXACT_REUSE) and not want["page_reused"]
         assert reused.task.fields() == fresh.task.fields(), (subdomain, seed)
         assert got["state_digest"] == want["state_digest"], (subdomain, seed)
-        _finish(reused)
+        # and every step of the episode sees what the fresh page shows (same actions in both)
+        for step in range(reused.task.max_steps):
+            action = fresh.oracle_action()
+            _, _, done, cut, want = fresh.step(action)
+            _, _, *ends, got = reused.step(action)
+            assert reused.task.fields() == fresh.task.fields(), (subdomain, seed, step)
+            assert [got["success"], *ends] == [want["success"], done, cut], (subdomain, seed, step)
+            if done or cut:
+                break
 
 
 def test_exact_reuse_names_included_tasks_only() -> None:

@@ -289,7 +289,8 @@ def shared() -> Iterator[BrowserSession]:
 
 
 def test_type_is_one_input_event_then_the_last_key(shared: BrowserSession) -> None:
-    env = make_browser_env("BrowserEnterText", session=shared)
+    """``type_mode="cdp"``: trusted browser input (``Input.insertText``, then a real key)."""
+    env = make_browser_env("BrowserEnterText", session=shared, type_mode="cdp")
     env.reset(seed=0)
     box = _text_box(env)
     text = "Hello, world! " * 70 + "é✓"  # 982 characters, non-ASCII at the end
@@ -314,6 +315,65 @@ def test_type_is_one_input_event_then_the_last_key(shared: BrowserSession) -> No
         "keyup",
     ], kinds
     env.close()
+
+
+#: Records the key events of the page with their codes, as (type, key, keyCode, which,
+#: charCode, shiftKey, trusted), and the input events as (type, value length, trusted).
+_KEY_RECORDER = """(() => {
+  if (!window.__keys) {
+    for (const type of ['keydown', 'keypress', 'input', 'keyup']) {
+      document.addEventListener(type, (e) => window.__keys.push(type === 'input'
+        ? [e.type, e.target.value.length, e.isTrusted]
+        : [e.type, e.key, e.keyCode, e.which, e.charCode, e.shiftKey, e.isTrusted]), true);
+    }
+  }
+  window.__keys = [];
+})"""
+
+
+def test_type_in_the_page_is_one_edit_then_a_key_press_with_real_key_codes(shared: BrowserSession) -> None:
+    """The default ``type_mode="dom"``: one round trip; the events a paste and a key give."""
+    env = make_browser_env("BrowserEnterText", session=shared)
+    env.reset(seed=0)
+    assert env.task.options["type_mode"] == "dom"
+    box = _text_box(env)
+    text = "Hello, world! " * 70 + "é✓"  # 982 characters, non-ASCII at the end
+    shared.call(env.task._page, _KEY_RECORDER)
+    env.task.step(Action.of("type", ref=box["ref"], text=text))
+    events = shared.call(env.task._page, "(() => window.__keys)")
+    assert [e[0] for e in events] == ["input", "keydown", "keypress", "input", "keyup"], events
+    assert events[0][1:] == [len(text) - 1, True]  # one trusted edit (insertText), all but the last
+    assert events[2][1] == "✓" and events[2][4] == ord("✓") and events[3][1:] == [len(text), True]
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == text
+    shared.call(env.task._page, _KEY_RECORDER)
+    env.task.step(Action.of("type", ref=box["ref"], text="abC"))
+    events = shared.call(env.task._page, "(() => window.__keys)")
+    # the content was replaced; 'C' as a real press gives it: shift, keyCode 67, charCode 67
+    assert events[0] == ["input", 2, True]
+    assert events[1] == ["keydown", "C", 67, 67, 0, True, False]
+    assert events[2] == ["keypress", "C", 67, 67, 67, True, False]
+    assert events[4] == ["keyup", "C", 67, 67, 0, True, False]
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == "abC"
+    env.close()
+
+
+def test_a_cancelled_key_press_in_the_page_types_nothing(shared: BrowserSession) -> None:
+    env = make_browser_env("BrowserEnterText", session=shared)
+    env.reset(seed=0)
+    box = _text_box(env)
+    shared.call(
+        env.task._page,
+        "(() => document.querySelector('input').addEventListener('keydown', (e) => e.preventDefault()))",
+    )
+    env.task.step(Action.of("type", ref=box["ref"], text="abc"))
+    # the edit went in; the last character's keydown was cancelled, so it was not typed
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == "ab"
+    env.close()
+
+
+def test_type_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match="type_mode must be one of"):
+        make_browser_env("BrowserEnterText", type_mode="keys")
 
 
 def test_type_replaces_the_content_and_keeps_newlines_as_enter_key(shared: BrowserSession) -> None:

@@ -49,6 +49,10 @@ TEXT_INPUT_TYPES = frozenset(
 #:   (its centre if nothing does), or null when the element is gone;
 #: * ``focus(ref)``: focus an input and select its content, so typing replaces it; whether it
 #:   exists;
+#: * ``type(ref, text, settle, withPoints)``: ``focus``, then ``text`` entered from inside the
+#:   page (all but the last character as one ``insertText`` edit, the last as a key press:
+#:   ``keydown``, ``keypress``, ``input``, ``keyup``, with a real press's key codes), then the
+#:   observation (JSON), or null when the element is gone;
 #: * ``select(ref, option, settle, withPoints)``: choose the option of a drop-down list whose
 #:   text matches, firing input and change, then the observation (JSON).
 PAGE_SCRIPT = r"""
@@ -275,6 +279,57 @@ PAGE_SCRIPT = r"""
     return true;
   }
 
+  // keyCode of a printable character on a US keyboard (keydown and keyup), and its code.
+  const SYMBOL_KEYS = {' ': [32, 'Space'], ';': [186, 'Semicolon'], '=': [187, 'Equal'],
+                       ',': [188, 'Comma'], '-': [189, 'Minus'], '.': [190, 'Period'], '/': [191, 'Slash'],
+                       '`': [192, 'Backquote'], '[': [219, 'BracketLeft'], '\\': [220, 'Backslash'],
+                       ']': [221, 'BracketRight'], "'": [222, 'Quote']};
+  const SHIFTED = {')': '0', '!': '1', '@': '2', '#': '3', '$': '4', '%': '5', '^': '6', '&': '7', '*': '8',
+                   '(': '9', ':': ';', '+': '=', '<': ',', '_': '-', '>': '.', '?': '/', '~': '`', '{': '[',
+                   '|': '\\', '}': ']', '"': "'"};
+  function keyOf(ch) {
+    const base = SHIFTED[ch] || ch;
+    const upper = base.toUpperCase();
+    let keyCode = 0, code = '';
+    if (/^[A-Z]$/.test(upper)) { keyCode = upper.charCodeAt(0); code = 'Key' + upper; }
+    else if (/^[0-9]$/.test(base)) { keyCode = base.charCodeAt(0); code = 'Digit' + base; }
+    else if (SYMBOL_KEYS[base]) [keyCode, code] = SYMBOL_KEYS[base];
+    return {keyCode, code, shift: ch in SHIFTED || (ch !== base.toLowerCase() && /^[A-Z]$/.test(ch))};
+  }
+  // One key press of a character at the focused element, as a keyboard's: keydown, keypress,
+  // the character inserted (unless either was cancelled), keyup; keyCode, which and charCode as
+  // a real key press has them.
+  function pressChar(ch) {
+    const target = document.activeElement || document.body;
+    const k = keyOf(ch), charCode = ch.codePointAt(0);
+    const init = {key: ch, code: k.code, shiftKey: k.shift, bubbles: true, cancelable: true, composed: true,
+                  view: window};
+    const send = (type, keyCode, charCodeValue) => {
+      const event = new KeyboardEvent(type, init);
+      for (const [name, value] of [['keyCode', keyCode], ['which', keyCode], ['charCode', charCodeValue]]) {
+        Object.defineProperty(event, name, {get: () => value});
+      }
+      return target.dispatchEvent(event);
+    };
+    if (send('keydown', k.keyCode, 0) && send('keypress', charCode, charCode)) {
+      document.execCommand('insertText', false, ch);
+    }
+    send('keyup', k.keyCode, 0);
+  }
+
+  // ``type`` from inside the page, in one round trip: focus the field (its content selected),
+  // insert all but the last character as one edit (a trusted ``input`` event, as a paste
+  // gives), press the last character as a key, then the observation (JSON); null when the
+  // element is gone.
+  function type(ref, text, settle, withPoints) {
+    if (!focus(ref)) return null;
+    const chars = Array.from(text);
+    const last = chars.pop();
+    if (chars.length) document.execCommand('insertText', false, chars.join(''));
+    if (last !== undefined) pressChar(last);
+    return JSON.stringify(observe(settle, withPoints));
+  }
+
   function select(ref, option, settle, withPoints) {
     const el = element(ref);
     const index = el ? Array.from(el.options).findIndex((o) => norm(o.textContent) === option) : -1;
@@ -310,7 +365,7 @@ PAGE_SCRIPT = r"""
   }
 
   window.__hgPage = {
-    start, restart, click, point, focus, select,
+    start, restart, click, point, focus, type, select,
     observe: (settle, withPoints) => JSON.stringify(observe(settle, withPoints)),
   };
 })();

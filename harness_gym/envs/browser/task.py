@@ -85,6 +85,13 @@ _QUOTED = re.compile(r'"([^"]+)"')
 #: How ``type`` enters text: ``"paste"`` (one input event, then the last character as a key
 #: press) or ``"keys"`` (a key press per character, for tasks that read every key).
 TYPING_MODES = ("paste", "keys")
+#: How a ``"paste"`` ``type`` reaches the page: ``"dom"`` enters it from inside the page
+#: (focus, one ``insertText`` edit, the last character as a key press dispatched in the page,
+#: and the observation: one round trip, like ``click_mode="dom"``); ``"cdp"`` sends trusted
+#: browser input through the DevTools protocol (``Input.insertText``, then a real key press:
+#: four round trips with the focus and the observation). Text with a tab or a newline, date and
+#: time fields, and ``"keys"`` tasks always get real keys.
+TYPE_MODES = ("dom", "cdp")
 #: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter for
 #: them), so a newline still submits a form as a typed one does. A tab is a Tab key press,
 #: which moves the focus (see ``BrowserTask._type``).
@@ -118,6 +125,7 @@ class BrowserTask(Task):
         session: a :class:`BrowserSession` to run in (default: a new one, owned and closed by
             this task).
         click_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`CLICK_MODES`.
+        type_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`TYPE_MODES`.
         call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
             starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
         reuse_page: start each episode in the previous episode's document where that is
@@ -164,6 +172,7 @@ class BrowserTask(Task):
         call_timeout: float | None = None,
         reuse_page: bool = True,
         screenshots: bool = False,
+        type_mode: str = "dom",
     ) -> None:
         if not isinstance(screenshots, bool):
             raise TypeError(f"screenshots must be True or False, got {screenshots!r}")
@@ -171,11 +180,14 @@ class BrowserTask(Task):
             raise TypeError(f"reuse_page must be True or False, got {reuse_page!r}")
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
+        if type_mode not in TYPE_MODES:
+            raise ValueError(f"type_mode must be one of {TYPE_MODES}, got {type_mode!r}")
         if session is not None and call_timeout is not None:
             raise ValueError("call_timeout is the session's: pass it to BrowserSession, not with session=")
         if call_timeout is not None and not call_timeout > 0:
             raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.click_mode = click_mode
+        self.type_mode = type_mode
         self.call_timeout = call_timeout
         self.reuse_page = bool(reuse_page)
         self.screenshots = screenshots
@@ -330,6 +342,7 @@ class BrowserTask(Task):
         launch = session.launch_timeout if session is not None else LAUNCH_TIMEOUT_S
         return {
             "click_mode": self.click_mode,
+            "type_mode": self.type_mode,
             "call_timeout": timeout,
             "launch_timeout": launch,
             "reuse_page": self.reuse_page,
@@ -410,9 +423,12 @@ class BrowserTask(Task):
             if point is not None:
                 self._click(point[0], point[1])
         elif action.name == "type":
-            if call("__hgPage.focus", ref):
-                node = self._refs.get(ref, {})
-                self._type(action["text"], node.get("type", "").lower() in dom.SEGMENTED_INPUT_TYPES)
+            typed = action["text"]
+            segmented = self._refs.get(ref, {}).get("type", "").lower() in dom.SEGMENTED_INPUT_TYPES
+            if self._types_in_page(typed, segmented):
+                text = call("__hgPage.type", ref, typed, self.settle_ms, self._points_wanted)
+            elif call("__hgPage.focus", ref):
+                self._type(typed, segmented)
         elif action.name == "press":
             session.keyboard(page, "press", " " if action["key"] == "Space" else action["key"])
         elif action.name == "select":
@@ -463,6 +479,12 @@ class BrowserTask(Task):
         self._page = None
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _types_in_page(self, text: str, segmented: bool) -> bool:
+        """Whether ``type`` of ``text`` goes in from inside the page (see :data:`TYPE_MODES`)."""
+        if self.type_mode != "dom" or self.typing != "paste" or segmented or not text:
+            return False
+        return "\t" not in text and _KEY_CHARS.search(text) is None
 
     def _type(self, text: str, by_keys: bool = False) -> None:
         """Enter ``text`` into the focused field (its content selected, so it is replaced);
