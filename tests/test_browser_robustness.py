@@ -177,12 +177,23 @@ def _driver_pid(env: BrowserEnv) -> int:
     return driver.pid
 
 
+@pytest.fixture()
+def driven_env() -> Iterator[BrowserEnv]:
+    """An env whose every reset and step waits on the Playwright driver: its screenshots go
+    through it (page scripts go over a direct DevTools connection, see the next test)."""
+    check_requirements()
+    made = make_browser_env("BrowserLoginUser", harness="Json", call_timeout=DEADLINE, screenshots=True)
+    yield made
+    made.close()
+
+
 @pytest.mark.parametrize("when", ["step", "reset"])
 def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_reset_recovers(
-    env: BrowserEnv, when: str
+    driven_env: BrowserEnv, when: str
 ) -> None:
     """SIGSTOP on the Node driver: killing Chromium alone cannot free the call (it waits on the
     driver's pipe), so the watchdog kills the driver too, DRIVER_GRACE_S later."""
+    env = driven_env
     env.reset(seed=4)
     launches = env.task.session.launches
     old = set(env.task.session.pids())
@@ -208,6 +219,25 @@ def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_res
     assert not os.path.exists(f"/proc/{node}") or open(f"/proc/{node}/stat").read().split(") ")[1][0] == "Z"
     _recovers(env, old, launches)
     assert _driver_pid(env) != node  # a new driver
+
+
+def test_page_scripts_go_straight_to_chromium_not_through_a_frozen_driver(env: BrowserEnv) -> None:
+    """Resets and steps call page scripts over the session's own DevTools connection, so an
+    episode of clicks and typing does not wait on the driver at all."""
+    env.reset(seed=4)
+    assert len(env.task.session._direct) == env.task.session.tabs
+    node = _driver_pid(env)
+    os.kill(node, signal.SIGSTOP)
+    try:
+        _, info = env.reset(seed=5)
+        assert info["page_reused"]
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            done = terminated or truncated
+    finally:
+        os.kill(node, signal.SIGCONT)
+    assert info["success"] and info["browser_error"] is None
 
 
 def test_a_relaunch_is_recorded_with_its_own_deadline_in_info(env: BrowserEnv) -> None:
