@@ -1,4 +1,4 @@
-"""Browser lifecycle: one headless Chromium per env, a freshly loaded page per episode.
+"""Browser lifecycle: one headless Chromium per env, freshly loaded pages for the episodes.
 
 * **Chromium** is the system one (Debian's ``chromium`` package, ``/usr/bin/chromium``),
   driven by Playwright through ``executable_path``; Playwright never downloads a browser.
@@ -6,7 +6,8 @@
 * **One browser per env.** :class:`BrowserSession` launches its browser on first use and keeps
   it for the env's life. The Playwright driver (a Node process) is shared by the sessions of
   one thread of one process and stopped with the last of them.
-* **A fresh page per episode.** Every episode runs in a newly loaded document (a new DOM and a
+* **Fresh pages.** A load (:meth:`BrowserSession.load`: an episode of ``reuse_page=False``, of
+  a task outside ``EXACT_REUSE``, or the first one) runs in a newly loaded document (a new DOM and a
   new JavaScript realm, the :mod:`virtual clock <harness_gym.envs.browser.clock>` installed
   before any page script), served over HTTP by :func:`~harness_gym.envs.browser.assets.server_url`
   so that Chromium's caches spare it the script parsing. The session keeps four tabs: while an
@@ -14,8 +15,11 @@
   for a page load. The reset that starts an episode also tells the previous episode's tab (on a
   BroadcastChannel, in the same round trip) to load the next document.
 * **Few round trips.** Page-side code is installed by init scripts and called by name through
-  the DevTools protocol: a reset is one round trip, a click or a selection one more, each
-  returning the observation.
+  the DevTools protocol: a reset is one round trip, a click, a typing or a selection one more,
+  each returning the observation. Those calls go over a DevTools connection of the session's
+  own to each tab (:class:`_DirectPage`, a WebSocket to Chromium's local DevTools port), not
+  through Playwright's Node driver; Playwright launches the browser, navigates, captures and
+  sends trusted input.
 * **Deadlines.** Every call into the browser runs under a deadline (``call_timeout``, one per
   reset or step, however many DevTools calls it makes). A watchdog thread kills the browser
   when a call outlives it, and a page's Playwright ``crash`` event (a renderer died) kills it
