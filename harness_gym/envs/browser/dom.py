@@ -68,7 +68,7 @@ PAGE_SCRIPT = r"""
   const SVG_ATTRS = ['fill', 'stroke', 'r', 'width', 'height', 'font-size', 'points'];
   const FRACTIONS = [0.5, 0.25, 0.75, 0.1, 0.9];
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null};
+  const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null, uid: 0, uidStart: undefined};
 
   function shown(el) {
     if (!el.checkVisibility) return true;
@@ -182,11 +182,48 @@ PAGE_SCRIPT = r"""
     };
   }
 
+  // jQuery UI's stock ``uniqueId`` (ids ui-id-1, ui-id-2, ... from a private counter) replaced,
+  // at the first episode start of a document, by one whose counter a restart can put back (the
+  // next id is the one the stock counter would have given).
+  function resettableIds() {
+    const $ = window.jQuery;
+    if (!$ || !$.fn || typeof $.fn.uniqueId !== 'function' || $.resetUniqueId) return;
+    const probe = document.createElement('div');
+    $(probe).uniqueId();
+    const next = parseInt(probe.id.replace('ui-id-', ''), 10);
+    if (!(next > 0)) return;
+    hg.uid = next - 1;
+    $.fn.uniqueId = function () {
+      return this.each(function () { if (!this.id) this.id = 'ui-id-' + (++hg.uid); });
+    };
+  }
+
+  // What jQuery UI's autocompletes keep from an episode, put back as they are when created:
+  // the menu empty and hidden, the screen reader's live region empty, no term searched.
+  function resetAutocompletes() {
+    const $ = window.jQuery;
+    if (!$ || !$.ui || !$.ui.autocomplete) return;
+    $('.ui-autocomplete-input').each(function () {
+      const widget = $(this).autocomplete('instance');
+      if (!widget) return;
+      if (widget.searching) clearTimeout(widget.searching);
+      widget.menu.element.empty().attr('style', 'display: none;');
+      widget.menu.active = null;
+      widget.liveRegion.empty();
+      widget.term = widget.previous = widget.selectedItem = undefined;
+      widget.pending = 0;
+      widget.cancelSearch = widget.cancelBlur = false;
+      widget.element.removeClass('ui-autocomplete-loading');
+    });
+  }
+
   function start(args) {
     Math.seedrandom(args.seed);
     core.setDataMode(args.mode);
     if (!core.cover_div) core.startEpisode();
+    if (hg.uidStart === undefined) resettableIds();
     core.startEpisodeReal();
+    if (hg.uidStart === undefined) hg.uidStart = hg.uid;
     if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }
     clearInterval(core.CD_TIMER);
     const obs = observe(args.settle, args.points);
@@ -358,6 +395,8 @@ PAGE_SCRIPT = r"""
     const episodes = document.getElementById('episode-id');
     if (episodes) episodes.textContent = '0';
     for (const el of document.querySelectorAll('[data-tampered]')) el.removeAttribute('data-tampered');
+    if (hg.uidStart !== undefined) hg.uid = hg.uidStart;
+    resetAutocompletes();
     hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     window.scrollTo(0, 0);
