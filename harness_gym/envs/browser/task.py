@@ -27,9 +27,11 @@ by key, as a user's keys would go (lost on a button).
 ``type`` inserts its text the way a paste does (one ``input`` event for all but the last
 character), then types the last character as a key press (``keydown``, ``keypress``,
 ``input``, ``keyup``), so a task that reacts to the end of typing still sees it; a 1,000
-character ``type`` costs about what a 10 character one does. Tasks that read every key press
-(``typing = "keys"``: the terminal, the spinner that blocks typed keys) get one key press per
-character, as before.
+character ``type`` costs about what a 10 character one does. By default (``type_mode="dom"``)
+both happen inside the page in one round trip, the key press dispatched there with a real
+press's key codes; ``type_mode="cdp"`` sends trusted browser input (see :data:`TYPE_MODES`).
+Tasks that read every key press (``typing = "keys"``: the terminal, the spinner that blocks
+typed keys) get one key press per character, as before.
 
 Every reset and every step runs under the session's deadline (``call_timeout``); a reset that
 starts a browser (the first, or one after a failure) does so under the launch deadline
