@@ -472,3 +472,24 @@ def test_a_tab_in_type_is_a_tab_key_that_moves_the_focus(shared: BrowserSession,
     # alice, Tab to the password, "se", Tab to the Login button, "cret" typed into a button: lost
     assert values == ["alice", "se", "BUTTON", "subbtn"], values
     env.close()
+
+
+@pytest.mark.parametrize("task_id", ["BrowserLoginUser", "BrowserClickCheckboxes"])
+def test_trusted_input_beside_the_direct_connection_solves_episodes(
+    shared: BrowserSession, task_id: str
+) -> None:
+    """``click_mode="cdp"`` and ``type_mode="cdp"``: trusted input through Playwright's driver,
+    page scripts over the session's direct connection; the oracle succeeds episode after
+    episode in the reused document."""
+    cls = next(t for t in BROWSER_TASKS if t.task_id == task_id)
+    env = BrowserEnv(cls(session=shared, click_mode="cdp", type_mode="cdp"), harness="Json")
+    for seed in range(3):
+        _, info = env.reset(seed=seed)
+        assert info["page_reused"] is (seed > 0)
+        assert info["browser_options"]["click_mode"] == info["browser_options"]["type_mode"] == "cdp"
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            done = terminated or truncated
+        assert info["success"], (task_id, seed)
+    env.close()
