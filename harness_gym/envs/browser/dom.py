@@ -36,7 +36,8 @@ TEXT_INPUT_TYPES = frozenset(
 #: The page-side functions, as ``window.__hgPage`` (top-level documents only):
 #:
 #: * ``restart(args)``: ``start`` again in the same document (clock back to its first instant, no
-#:   timer pending, new refs), for ``reuse_page``;
+#:   timer pending, new refs; MiniWoB's bookkeeping, jQuery UI's ids, autocompletes and date
+#:   pickers put back as a fresh document has them), for ``reuse_page``;
 #: * ``start(args)``: the episode start: ``Math.seedrandom(args.seed)``, MiniWoB's
 #:   ``core.startEpisodeReal()`` with the task timer cancelled, then the observation (JSON,
 #:   with ``html``, the body's markup without MiniWoB's overlay, for the state digest);
@@ -215,6 +216,25 @@ PAGE_SCRIPT = r"""
       widget.cancelSearch = widget.cancelBlur = false;
       widget.element.removeClass('ui-autocomplete-loading');
     });
+  }
+
+  // What jQuery UI's date pickers keep from an episode, put back as they are when attached:
+  // the shared calendar div empty and unstyled, nothing shown, no date drawn or chosen.
+  function resetDatepickers() {
+    const $ = window.jQuery;
+    if (!$ || !$.datepicker || !$.datepicker.dpDiv) return;
+    const dp = $.datepicker;
+    $('.hasDatepicker').each(function () {
+      const inst = $.data(this, 'datepicker');
+      if (!inst || inst.inline) return;
+      inst.selectedDay = inst.selectedMonth = inst.selectedYear = 0;
+      inst.drawMonth = inst.drawYear = 0;
+      for (const key of ['currentDay', 'currentMonth', 'currentYear', 'lastVal', 'yearshtml', 'rangeStart',
+                         'stayOpen', 'endDay', 'endMonth', 'endYear']) delete inst[key];
+    });
+    dp.dpDiv.stop(true, true).empty().removeAttr('style');
+    dp._curInst = null; dp._lastInput = null; dp._datepickerShowing = false; dp._inDialog = false;
+    dp._keyEvent = false; dp._pos = null;
   }
 
   function start(args) {
@@ -397,6 +417,7 @@ PAGE_SCRIPT = r"""
     for (const el of document.querySelectorAll('[data-tampered]')) el.removeAttribute('data-tampered');
     if (hg.uidStart !== undefined) hg.uid = hg.uidStart;
     resetAutocompletes();
+    resetDatepickers();
     hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     window.scrollTo(0, 0);
