@@ -241,8 +241,9 @@ def test_snapshot_restore_replays_the_episode(session: BrowserSession) -> None:
 
 
 def test_every_reset_runs_in_a_freshly_loaded_document(session: BrowserSession) -> None:
-    """A mark left in one episode's document is gone in the next (new DOM, new realm)."""
-    env = make_browser_env("BrowserClickTest", session=session)
+    """With ``reuse_page=False``, a mark left in one episode's document is gone in the next
+    (new DOM, new realm)."""
+    env = make_browser_env("BrowserClickTest", session=session, reuse_page=False)
     origins = set()
     for seed in range(6):  # more episodes than tabs, so tabs are reused
         env.reset(seed=seed)
@@ -250,7 +251,8 @@ def test_every_reset_runs_in_a_freshly_loaded_document(session: BrowserSession) 
         assert session.call(task._page, "(() => window.__testMark === undefined)")
         session.call(task._page, "(() => { window.__testMark = 1; })")
         origins.add(session.call(task._page, "(() => performance.timeOrigin)"))
-        env.step(env.oracle_action())
+        _, _, _, _, info = env.step(env.oracle_action())
+        assert info["page_reused"] is False and info["browser_options"]["reuse_page"] is False
     assert len(origins) == 6
     env.close()
 

@@ -72,7 +72,7 @@ def test_miniwob_seed_replays_the_instance_in_faramas_env(session: BrowserSessio
 
 def test_reuse_page_starts_every_episode_in_the_same_document(session: BrowserSession) -> None:
     env = make_browser_env("BrowserClickCheckboxes", reuse_page=True)  # a browser of its own
-    fresh = make_browser_env("BrowserClickCheckboxes", session=session)
+    fresh = make_browser_env("BrowserClickCheckboxes", session=session, reuse_page=False)
     try:
         origins = set()
         for seed in range(4):

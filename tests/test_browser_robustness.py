@@ -177,12 +177,23 @@ def _driver_pid(env: BrowserEnv) -> int:
     return driver.pid
 
 
+@pytest.fixture()
+def driven_env() -> Iterator[BrowserEnv]:
+    """An env whose every reset and step waits on the Playwright driver: its screenshots go
+    through it (page scripts go over a direct DevTools connection, see the next test)."""
+    check_requirements()
+    made = make_browser_env("BrowserLoginUser", harness="Json", call_timeout=DEADLINE, screenshots=True)
+    yield made
+    made.close()
+
+
 @pytest.mark.parametrize("when", ["step", "reset"])
 def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_reset_recovers(
-    env: BrowserEnv, when: str
+    driven_env: BrowserEnv, when: str
 ) -> None:
     """SIGSTOP on the Node driver: killing Chromium alone cannot free the call (it waits on the
     driver's pipe), so the watchdog kills the driver too, DRIVER_GRACE_S later."""
+    env = driven_env
     env.reset(seed=4)
     launches = env.task.session.launches
     old = set(env.task.session.pids())
@@ -208,6 +219,25 @@ def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_res
     assert not os.path.exists(f"/proc/{node}") or open(f"/proc/{node}/stat").read().split(") ")[1][0] == "Z"
     _recovers(env, old, launches)
     assert _driver_pid(env) != node  # a new driver
+
+
+def test_page_scripts_go_straight_to_chromium_not_through_a_frozen_driver(env: BrowserEnv) -> None:
+    """Resets and steps call page scripts over the session's own DevTools connection, so an
+    episode of clicks and typing does not wait on the driver at all."""
+    env.reset(seed=4)
+    assert len(env.task.session._direct) == env.task.session.tabs
+    node = _driver_pid(env)
+    os.kill(node, signal.SIGSTOP)
+    try:
+        _, info = env.reset(seed=5)
+        assert info["page_reused"]
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            done = terminated or truncated
+    finally:
+        os.kill(node, signal.SIGCONT)
+    assert info["success"] and info["browser_error"] is None
 
 
 def test_a_relaunch_is_recorded_with_its_own_deadline_in_info(env: BrowserEnv) -> None:
@@ -289,7 +319,8 @@ def shared() -> Iterator[BrowserSession]:
 
 
 def test_type_is_one_input_event_then_the_last_key(shared: BrowserSession) -> None:
-    env = make_browser_env("BrowserEnterText", session=shared)
+    """``type_mode="cdp"``: trusted browser input (``Input.insertText``, then a real key)."""
+    env = make_browser_env("BrowserEnterText", session=shared, type_mode="cdp")
     env.reset(seed=0)
     box = _text_box(env)
     text = "Hello, world! " * 70 + "é✓"  # 982 characters, non-ASCII at the end
@@ -314,6 +345,65 @@ def test_type_is_one_input_event_then_the_last_key(shared: BrowserSession) -> No
         "keyup",
     ], kinds
     env.close()
+
+
+#: Records the key events of the page with their codes, as (type, key, keyCode, which,
+#: charCode, shiftKey, trusted), and the input events as (type, value length, trusted).
+_KEY_RECORDER = """(() => {
+  if (!window.__keys) {
+    for (const type of ['keydown', 'keypress', 'input', 'keyup']) {
+      document.addEventListener(type, (e) => window.__keys.push(type === 'input'
+        ? [e.type, e.target.value.length, e.isTrusted]
+        : [e.type, e.key, e.keyCode, e.which, e.charCode, e.shiftKey, e.isTrusted]), true);
+    }
+  }
+  window.__keys = [];
+})"""
+
+
+def test_type_in_the_page_is_one_edit_then_a_key_press_with_real_key_codes(shared: BrowserSession) -> None:
+    """The default ``type_mode="dom"``: one round trip; the events a paste and a key give."""
+    env = make_browser_env("BrowserEnterText", session=shared)
+    env.reset(seed=0)
+    assert env.task.options["type_mode"] == "dom"
+    box = _text_box(env)
+    text = "Hello, world! " * 70 + "é✓"  # 982 characters, non-ASCII at the end
+    shared.call(env.task._page, _KEY_RECORDER)
+    env.task.step(Action.of("type", ref=box["ref"], text=text))
+    events = shared.call(env.task._page, "(() => window.__keys)")
+    assert [e[0] for e in events] == ["input", "keydown", "keypress", "input", "keyup"], events
+    assert events[0][1:] == [len(text) - 1, True]  # one trusted edit (insertText), all but the last
+    assert events[2][1] == "✓" and events[2][4] == ord("✓") and events[3][1:] == [len(text), True]
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == text
+    shared.call(env.task._page, _KEY_RECORDER)
+    env.task.step(Action.of("type", ref=box["ref"], text="abC"))
+    events = shared.call(env.task._page, "(() => window.__keys)")
+    # the content was replaced; 'C' as a real press gives it: shift, keyCode 67, charCode 67
+    assert events[0] == ["input", 2, True]
+    assert events[1] == ["keydown", "C", 67, 67, 0, True, False]
+    assert events[2] == ["keypress", "C", 67, 67, 67, True, False]
+    assert events[4] == ["keyup", "C", 67, 67, 0, True, False]
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == "abC"
+    env.close()
+
+
+def test_a_cancelled_key_press_in_the_page_types_nothing(shared: BrowserSession) -> None:
+    env = make_browser_env("BrowserEnterText", session=shared)
+    env.reset(seed=0)
+    box = _text_box(env)
+    shared.call(
+        env.task._page,
+        "(() => document.querySelector('input').addEventListener('keydown', (e) => e.preventDefault()))",
+    )
+    env.task.step(Action.of("type", ref=box["ref"], text="abc"))
+    # the edit went in; the last character's keydown was cancelled, so it was not typed
+    assert next(n for n in walk(env.task.fields()["page"]) if n["ref"] == box["ref"])["value"] == "ab"
+    env.close()
+
+
+def test_type_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match="type_mode must be one of"):
+        make_browser_env("BrowserEnterText", type_mode="keys")
 
 
 def test_type_replaces_the_content_and_keeps_newlines_as_enter_key(shared: BrowserSession) -> None:
@@ -381,4 +471,25 @@ def test_a_tab_in_type_is_a_tab_key_that_moves_the_focus(shared: BrowserSession,
     )
     # alice, Tab to the password, "se", Tab to the Login button, "cret" typed into a button: lost
     assert values == ["alice", "se", "BUTTON", "subbtn"], values
+    env.close()
+
+
+@pytest.mark.parametrize("task_id", ["BrowserLoginUser", "BrowserClickCheckboxes"])
+def test_trusted_input_beside_the_direct_connection_solves_episodes(
+    shared: BrowserSession, task_id: str
+) -> None:
+    """``click_mode="cdp"`` and ``type_mode="cdp"``: trusted input through Playwright's driver,
+    page scripts over the session's direct connection; the oracle succeeds episode after
+    episode in the reused document."""
+    cls = next(t for t in BROWSER_TASKS if t.task_id == task_id)
+    env = BrowserEnv(cls(session=shared, click_mode="cdp", type_mode="cdp"), harness="Json")
+    for seed in range(3):
+        _, info = env.reset(seed=seed)
+        assert info["page_reused"] is (seed > 0)
+        assert info["browser_options"]["click_mode"] == info["browser_options"]["type_mode"] == "cdp"
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            done = terminated or truncated
+        assert info["success"], (task_id, seed)
     env.close()

@@ -1,4 +1,4 @@
-"""Browser lifecycle: one headless Chromium per env, a freshly loaded page per episode.
+"""Browser lifecycle: one headless Chromium per env, freshly loaded pages for the episodes.
 
 * **Chromium** is the system one (Debian's ``chromium`` package, ``/usr/bin/chromium``),
   driven by Playwright through ``executable_path``; Playwright never downloads a browser.
@@ -6,7 +6,8 @@
 * **One browser per env.** :class:`BrowserSession` launches its browser on first use and keeps
   it for the env's life. The Playwright driver (a Node process) is shared by the sessions of
   one thread of one process and stopped with the last of them.
-* **A fresh page per episode.** Every episode runs in a newly loaded document (a new DOM and a
+* **Fresh pages.** A load (:meth:`BrowserSession.load`: an episode of ``reuse_page=False``, of
+  a task outside ``EXACT_REUSE``, or the first one) runs in a newly loaded document (a new DOM and a
   new JavaScript realm, the :mod:`virtual clock <harness_gym.envs.browser.clock>` installed
   before any page script), served over HTTP by :func:`~harness_gym.envs.browser.assets.server_url`
   so that Chromium's caches spare it the script parsing. The session keeps four tabs: while an
@@ -14,8 +15,11 @@
   for a page load. The reset that starts an episode also tells the previous episode's tab (on a
   BroadcastChannel, in the same round trip) to load the next document.
 * **Few round trips.** Page-side code is installed by init scripts and called by name through
-  the DevTools protocol: a reset is one round trip, a click or a selection one more, each
-  returning the observation.
+  the DevTools protocol: a reset is one round trip, a click, a typing or a selection one more,
+  each returning the observation. Those calls go over a DevTools connection of the session's
+  own to each tab (:class:`_DirectPage`, a WebSocket to Chromium's local DevTools port), not
+  through Playwright's Node driver; Playwright launches the browser, navigates, captures and
+  sends trusted input.
 * **Deadlines.** Every call into the browser runs under a deadline (``call_timeout``, one per
   reset or step, however many DevTools calls it makes). A watchdog thread kills the browser
   when a call outlives it, and a page's Playwright ``crash`` event (a renderer died) kills it
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import signal
@@ -50,6 +55,8 @@ from typing import Any
 
 from harness_gym.envs.browser.clock import INIT_SCRIPT
 from harness_gym.envs.browser.dom import PAGE_SCRIPT
+
+log = logging.getLogger(__name__)
 
 #: Environment variable naming the Chromium binary to use.
 CHROMIUM_ENV = "HARNESS_GYM_CHROMIUM"
@@ -68,6 +75,10 @@ LAUNCH_ARGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
     "--disable-smooth-scrolling",  # a key that scrolls has scrolled when the call returns
+    # DevTools on a local port too (127.0.0.1 only, a port of the system's choosing, as
+    # chromedriver opens one): page scripts are called over a connection of this process's
+    # own, straight to Chromium, without a hop through Playwright's driver (see _DirectPage).
+    "--remote-debugging-port=0",
     # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
     # frame object per navigation; the back-forward cache keeps the old document alive).
     # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
@@ -89,7 +100,14 @@ CLOSE_TIMEOUT_S = 5.0
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
 DEFAULT_TABS = 4
 #: What the DevTools protocol answers when the document went away under (or before) a call.
-_CONTEXT_GONE = ("context was destroyed", "find default execution context", "find context with")
+_CONTEXT_GONE = (
+    "context was destroyed",
+    "find default execution context",
+    "find context with",
+    "navigated or closed",
+)
+#: The file in which Chromium writes the port of ``--remote-debugging-port=0`` (profile dir).
+DEVTOOLS_PORT_FILE = "DevToolsActivePort"
 #: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
 #: load the next document.
 CHANNEL = "harness-gym-next-episode"
@@ -364,6 +382,79 @@ def _browser_pid(marker: str) -> int | None:
     return None
 
 
+class _ContextGoneError(BrowserCrashedError):
+    """The document went away under a call (a navigation): the call is retried in the new one."""
+
+
+class _DirectPage:
+    """A DevTools connection of this process's own to one tab of the browser, a WebSocket
+    straight to Chromium's DevTools port (``websocket-client``): a ``Runtime.evaluate`` crosses
+    one process boundary each way instead of two (Python -> Playwright's Node driver ->
+    Chromium), which on a busy machine is most of a call's time.
+
+    It sends commands and reads their answers; the only events it asks for are the
+    ``Inspector`` domain's: when the tab's renderer crashes (``Inspector.targetCrashed``) the
+    call waiting for it calls ``on_crash`` (which kills the browser) and fails at once, as
+    Playwright's ``crash`` event does for its own calls. A call blocks until the answer comes
+    or the socket fails: the session's watchdog kills the browser past the deadline, which
+    closes the socket; ``timeout`` (longer than any deadline) is a last resort.
+    """
+
+    def __init__(self, url: str, timeout: float, on_crash: Callable[[], None]) -> None:
+        import websocket
+
+        self._errors: tuple[type[BaseException], ...] = (OSError, ValueError, websocket.WebSocketException)
+        self._ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True)
+        self._id = 0
+        self._on_crash = on_crash
+        self.send("Inspector.enable", {})
+
+    def send(self, method: str, params: dict[str, Any]) -> Any:
+        self._id += 1
+        ident = self._id
+        try:
+            self._ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+            while True:
+                message = json.loads(self._ws.recv())
+                if message.get("id") == ident:
+                    break
+                if message.get("method") in ("Inspector.targetCrashed", "Inspector.detached"):
+                    self._on_crash()
+                    raise BrowserCrashedError(f"the tab went away during {method}: {message['method']}")
+        except self._errors as err:
+            reason = str(err) or type(err).__name__
+            raise BrowserCrashedError(f"the DevTools connection to Chromium failed: {reason}") from err
+        error = message.get("error")
+        if error is not None:
+            text = str(error.get("message", error))
+            if any(gone in text for gone in _CONTEXT_GONE):
+                raise _ContextGoneError(text)
+            raise BrowserCrashedError(f"Chromium's DevTools answered {method} with an error: {text}")
+        return message.get("result", {})
+
+    def close(self) -> None:
+        """Drop the connection (no closing handshake: the browser may be frozen)."""
+        try:
+            self._ws.shutdown()
+        except Exception:  # noqa: BLE001 - a connection to a dead browser is closed already
+            pass
+
+
+def _devtools_port(needles: list[str], seconds: float) -> int | None:
+    """The DevTools port Chromium chose (from its profile's :data:`DEVTOOLS_PORT_FILE`), waiting
+    up to ``seconds`` for the file; None when there is none."""
+    folders = [n.split("=", 1)[1] for n in needles if n.startswith("--user-data-dir=")]
+    until = time.monotonic() + seconds
+    while folders:
+        try:
+            return int(Path(folders[0], DEVTOOLS_PORT_FILE).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            if time.monotonic() > until:
+                return None
+            time.sleep(0.01)
+    return None
+
+
 class _Watchdog:
     """A daemon thread that calls ``expire()`` when an armed deadline passes.
 
@@ -542,7 +633,8 @@ class BrowserSession:
         self._guard_depth = 0
         self._context: Any = None
         self._pages: list[Any] = []
-        self._cdp: list[Any] = []  # a DevTools session per tab: how scripts run in the pages
+        self._cdp: list[Any] = []  # a DevTools session per tab (through Playwright's driver)
+        self._direct: list[_DirectPage] = []  # a direct DevTools connection per tab, if any
         self._active: int | None = None
         self._loading: dict[int, str] = {}  # tab -> URL it is loading, oldest first
         self._broken = False
@@ -664,6 +756,7 @@ class BrowserSession:
                 for page in self._pages:
                     page.on("crash", handles.on_crash)
                 self._cdp = [self._context.new_cdp_session(page) for page in self._pages]
+                self._direct = self._connect_direct()
                 self._minimize_windows()
                 self._shown, self._front = set(), None
         except BrowserCrashedError:
@@ -686,8 +779,34 @@ class BrowserSession:
                 bounds = {"windowState": "minimized"}
                 cdp.send("Browser.setWindowBounds", {"windowId": window, "bounds": bounds})
 
+    def _connect_direct(self) -> list[_DirectPage]:
+        """A direct DevTools connection to every tab (see :class:`_DirectPage`), or none (then
+        page scripts go through Playwright's DevTools sessions): when ``websocket-client`` is
+        not installed or Chromium shows no DevTools port."""
+        if importlib.util.find_spec("websocket") is None:
+            return []
+        port = _devtools_port(self._handles.needles, 5.0)
+        if port is None:
+            return []
+        direct = []
+        try:
+            for cdp in self._cdp:
+                target = cdp.send("Target.getTargetInfo")["targetInfo"]["targetId"]
+                url = f"ws://127.0.0.1:{port}/devtools/page/{target}"
+                timeout = self.call_timeout + 2 * DRIVER_GRACE_S + 5.0
+                direct.append(_DirectPage(url, timeout, self._handles.on_crash))
+        except (OSError, ValueError, KeyError, BrowserCrashedError) as err:
+            for page in direct:
+                page.close()
+            log.debug("no direct DevTools connection (%s); page scripts go through Playwright", err)
+            return []
+        return direct
+
     def shutdown(self) -> None:
         """Close the browser (if any) and make sure none of its processes survive."""
+        for page in self._direct:
+            page.close()
+        self._direct = []
         self._context = None
         self._pages = []
         self._cdp = []
@@ -809,11 +928,10 @@ class BrowserSession:
     def _evaluate(self, tab: int, expression: str) -> Any:
         """Evaluate ``expression`` in the document of a tab, straight through the DevTools
         protocol: Playwright's ``evaluate`` would first install its own helper script in every
-        new document (one more round trip and a large compile per episode)."""
-        reply = self._cdp[tab].send(
-            "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True, "awaitPromise": True, "userGesture": True},
-        )
+        new document (one more round trip and a large compile per episode). Over the direct
+        connection to the tab when there is one, else through Playwright's DevTools session."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": True, "userGesture": True}
+        reply = (self._direct[tab] if self._direct else self._cdp[tab]).send("Runtime.evaluate", params)
         details = reply.get("exceptionDetails")
         if details is not None:
             error = details.get("exception", {}).get("description") or details.get("text", "")
@@ -828,6 +946,8 @@ class BrowserSession:
         while True:  # the guard's deadline ends it
             try:
                 result = self._evaluate(tab, f"window.__hgSession ? {expression} : {{__status: 'other'}}")
+            except _ContextGoneError:
+                continue  # the stale document went away under the call: the new one is there now
             except PlaywrightError as err:
                 # The stale document went away under the call: the new one is there now.
                 if not any(gone in str(err) for gone in _CONTEXT_GONE):

@@ -36,7 +36,8 @@ TEXT_INPUT_TYPES = frozenset(
 #: The page-side functions, as ``window.__hgPage`` (top-level documents only):
 #:
 #: * ``restart(args)``: ``start`` again in the same document (clock back to its first instant, no
-#:   timer pending, new refs), for ``reuse_page``;
+#:   timer pending, new refs; MiniWoB's bookkeeping, jQuery UI's ids, autocompletes and date
+#:   pickers put back as a fresh document has them), for ``reuse_page``;
 #: * ``start(args)``: the episode start: ``Math.seedrandom(args.seed)``, MiniWoB's
 #:   ``core.startEpisodeReal()`` with the task timer cancelled, then the observation (JSON,
 #:   with ``html``, the body's markup without MiniWoB's overlay, for the state digest);
@@ -49,6 +50,10 @@ TEXT_INPUT_TYPES = frozenset(
 #:   (its centre if nothing does), or null when the element is gone;
 #: * ``focus(ref)``: focus an input and select its content, so typing replaces it; whether it
 #:   exists;
+#: * ``type(ref, text, settle, withPoints)``: ``focus``, then ``text`` entered from inside the
+#:   page (all but the last character as one ``insertText`` edit, the last as a key press:
+#:   ``keydown``, ``keypress``, ``input``, ``keyup``, with a real press's key codes), then the
+#:   observation (JSON), or null when the element is gone;
 #: * ``select(ref, option, settle, withPoints)``: choose the option of a drop-down list whose
 #:   text matches, firing input and change, then the observation (JSON).
 PAGE_SCRIPT = r"""
@@ -64,7 +69,7 @@ PAGE_SCRIPT = r"""
   const SVG_ATTRS = ['fill', 'stroke', 'r', 'width', 'height', 'font-size', 'points'];
   const FRACTIONS = [0.5, 0.25, 0.75, 0.1, 0.9];
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null};
+  const hg = {refOf: new WeakMap(), byRef: new Map(), next: 1, hover: null, uid: 0, uidStart: undefined};
 
   function shown(el) {
     if (!el.checkVisibility) return true;
@@ -178,11 +183,67 @@ PAGE_SCRIPT = r"""
     };
   }
 
+  // jQuery UI's stock ``uniqueId`` (ids ui-id-1, ui-id-2, ... from a private counter) replaced,
+  // at the first episode start of a document, by one whose counter a restart can put back (the
+  // next id is the one the stock counter would have given).
+  function resettableIds() {
+    const $ = window.jQuery;
+    if (!$ || !$.fn || typeof $.fn.uniqueId !== 'function' || $.resetUniqueId) return;
+    const probe = document.createElement('div');
+    $(probe).uniqueId();
+    const next = parseInt(probe.id.replace('ui-id-', ''), 10);
+    if (!(next > 0)) return;
+    hg.uid = next - 1;
+    $.fn.uniqueId = function () {
+      return this.each(function () { if (!this.id) this.id = 'ui-id-' + (++hg.uid); });
+    };
+  }
+
+  // What jQuery UI's autocompletes keep from an episode, put back as they are when created:
+  // the menu empty and hidden, the screen reader's live region empty, no term searched.
+  function resetAutocompletes() {
+    const $ = window.jQuery;
+    if (!$ || !$.ui || !$.ui.autocomplete) return;
+    $('.ui-autocomplete-input').each(function () {
+      const widget = $(this).autocomplete('instance');
+      if (!widget) return;
+      if (widget.searching) clearTimeout(widget.searching);
+      widget.menu.element.empty().attr('style', 'display: none;');
+      widget.menu.active = null;
+      widget.liveRegion.empty();
+      widget.term = widget.previous = widget.selectedItem = undefined;
+      widget.pending = 0;
+      widget.cancelSearch = widget.cancelBlur = false;
+      widget.element.removeClass('ui-autocomplete-loading');
+    });
+  }
+
+  // What jQuery UI's date pickers keep from an episode, put back as they are when attached:
+  // the shared calendar div empty and unstyled, nothing shown, no date drawn or chosen.
+  function resetDatepickers() {
+    const $ = window.jQuery;
+    if (!$ || !$.datepicker || !$.datepicker.dpDiv) return;
+    const dp = $.datepicker;
+    $('.hasDatepicker').each(function () {
+      const inst = $.data(this, 'datepicker');
+      if (!inst || inst.inline) return;
+      inst.selectedDay = inst.selectedMonth = inst.selectedYear = 0;
+      inst.drawMonth = inst.drawYear = 0;
+      for (const key of ['currentDay', 'currentMonth', 'currentYear', 'lastVal', 'yearshtml', 'rangeStart',
+                         'stayOpen', 'endDay', 'endMonth', 'endYear']) delete inst[key];
+    });
+    dp.dpDiv.stop(true, true).empty().removeAttr('style');
+    dp._curInst = null; dp._lastInput = null; dp._datepickerShowing = false; dp._inDialog = false;
+    dp._keyEvent = false; dp._pos = null;
+  }
+
   function start(args) {
     Math.seedrandom(args.seed);
     core.setDataMode(args.mode);
     if (!core.cover_div) core.startEpisode();
+    if (hg.uidStart === undefined) resettableIds();
     core.startEpisodeReal();
+    if (hg.uidStart === undefined) hg.uidStart = hg.uid;
     if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }
     clearInterval(core.CD_TIMER);
     const obs = observe(args.settle, args.points);
@@ -275,6 +336,57 @@ PAGE_SCRIPT = r"""
     return true;
   }
 
+  // keyCode of a printable character on a US keyboard (keydown and keyup), and its code.
+  const SYMBOL_KEYS = {' ': [32, 'Space'], ';': [186, 'Semicolon'], '=': [187, 'Equal'],
+                       ',': [188, 'Comma'], '-': [189, 'Minus'], '.': [190, 'Period'], '/': [191, 'Slash'],
+                       '`': [192, 'Backquote'], '[': [219, 'BracketLeft'], '\\': [220, 'Backslash'],
+                       ']': [221, 'BracketRight'], "'": [222, 'Quote']};
+  const SHIFTED = {')': '0', '!': '1', '@': '2', '#': '3', '$': '4', '%': '5', '^': '6', '&': '7', '*': '8',
+                   '(': '9', ':': ';', '+': '=', '<': ',', '_': '-', '>': '.', '?': '/', '~': '`', '{': '[',
+                   '|': '\\', '}': ']', '"': "'"};
+  function keyOf(ch) {
+    const base = SHIFTED[ch] || ch;
+    const upper = base.toUpperCase();
+    let keyCode = 0, code = '';
+    if (/^[A-Z]$/.test(upper)) { keyCode = upper.charCodeAt(0); code = 'Key' + upper; }
+    else if (/^[0-9]$/.test(base)) { keyCode = base.charCodeAt(0); code = 'Digit' + base; }
+    else if (SYMBOL_KEYS[base]) [keyCode, code] = SYMBOL_KEYS[base];
+    return {keyCode, code, shift: ch in SHIFTED || (ch !== base.toLowerCase() && /^[A-Z]$/.test(ch))};
+  }
+  // One key press of a character at the focused element, as a keyboard's: keydown, keypress,
+  // the character inserted (unless either was cancelled), keyup; keyCode, which and charCode as
+  // a real key press has them.
+  function pressChar(ch) {
+    const target = document.activeElement || document.body;
+    const k = keyOf(ch), charCode = ch.codePointAt(0);
+    const init = {key: ch, code: k.code, shiftKey: k.shift, bubbles: true, cancelable: true, composed: true,
+                  view: window};
+    const send = (type, keyCode, charCodeValue) => {
+      const event = new KeyboardEvent(type, init);
+      for (const [name, value] of [['keyCode', keyCode], ['which', keyCode], ['charCode', charCodeValue]]) {
+        Object.defineProperty(event, name, {get: () => value});
+      }
+      return target.dispatchEvent(event);
+    };
+    if (send('keydown', k.keyCode, 0) && send('keypress', charCode, charCode)) {
+      document.execCommand('insertText', false, ch);
+    }
+    send('keyup', k.keyCode, 0);
+  }
+
+  // ``type`` from inside the page, in one round trip: focus the field (its content selected),
+  // insert all but the last character as one edit (a trusted ``input`` event, as a paste
+  // gives), press the last character as a key, then the observation (JSON); null when the
+  // element is gone.
+  function type(ref, text, settle, withPoints) {
+    if (!focus(ref)) return null;
+    const chars = Array.from(text);
+    const last = chars.pop();
+    if (chars.length) document.execCommand('insertText', false, chars.join(''));
+    if (last !== undefined) pressChar(last);
+    return JSON.stringify(observe(settle, withPoints));
+  }
+
   function select(ref, option, settle, withPoints) {
     const el = element(ref);
     const index = el ? Array.from(el.options).findIndex((o) => norm(o.textContent) === option) : -1;
@@ -303,6 +415,9 @@ PAGE_SCRIPT = r"""
     const episodes = document.getElementById('episode-id');
     if (episodes) episodes.textContent = '0';
     for (const el of document.querySelectorAll('[data-tampered]')) el.removeAttribute('data-tampered');
+    if (hg.uidStart !== undefined) hg.uid = hg.uidStart;
+    resetAutocompletes();
+    resetDatepickers();
     hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     window.scrollTo(0, 0);
@@ -310,7 +425,7 @@ PAGE_SCRIPT = r"""
   }
 
   window.__hgPage = {
-    start, restart, click, point, focus, select,
+    start, restart, click, point, focus, type, select,
     observe: (settle, withPoints) => JSON.stringify(observe(settle, withPoints)),
   };
 })();

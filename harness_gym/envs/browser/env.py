@@ -12,7 +12,13 @@ does (every harness factor applies unchanged) and adds what a real browser needs
   ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
   same instance with ``reset(seed=info["miniwob_seed"])``);
 * ``info["browser_options"]``: the browser options the env runs with (``click_mode``,
-  ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``);
+  ``type_mode``, ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``); ``reuse_page``
+  (True by default) asks for episodes in the previous episode's document where that is
+  exact, ``False`` forces a freshly loaded document per episode;
+* ``info["page_reused"]``: whether this reset ran in the previous episode's document (True
+  only with ``reuse_page`` for a task of
+  :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE`, when the document is still there:
+  never at the first reset, after a browser failure or after another task's page);
 * ``info["browser_launch_s"]``: seconds the reset spent starting a browser (under
   ``launch_timeout``, apart from ``call_timeout``), None when it found one running;
 * with ``screenshots=True``, ``info["screenshot"]``: PNG bytes of the task area after the
@@ -96,18 +102,22 @@ def make_browser_env(
     render_mode: str | None = None,
     session: BrowserSession | None = None,
     call_timeout: float | None = None,
-    reuse_page: bool = False,
+    reuse_page: bool = True,
     screenshots: bool = False,
+    type_mode: str = "dom",
 ) -> BrowserEnv:
     """Build a :class:`BrowserEnv` from a task id (or class/instance) and any harness form.
 
     ``session`` runs the task in an existing :class:`BrowserSession` (shared browsers, e.g.
     in tests); by default the env owns a browser of its own, whose deadline per reset or step
     is ``call_timeout`` seconds (default
-    :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`). ``reuse_page=True`` starts
-    each episode in the previous one's document, as Farama's env does (see
-    :class:`~harness_gym.envs.browser.task.BrowserTask`). ``screenshots=True`` puts PNG bytes
-    of the task area in ``info["screenshot"]`` after every reset and step (off by default).
+    :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`). ``reuse_page`` (the default)
+    starts each episode in the previous one's document where that is shown exact, as Farama's
+    env does, and in a fresh document elsewhere; ``reuse_page=False`` loads a fresh document
+    for every episode (see :class:`~harness_gym.envs.browser.task.BrowserTask`).
+    ``screenshots=True`` puts PNG bytes of the task area in ``info["screenshot"]`` after every
+    reset and step (off by default). ``type_mode="cdp"`` types with trusted browser input
+    instead of from inside the page (see :data:`~harness_gym.envs.browser.task.TYPE_MODES`).
     """
     if isinstance(task, str):
         from harness_gym.envs.browser.tasks import BROWSER_TASKS
@@ -116,6 +126,10 @@ def make_browser_env(
         task = known[task] if task in known else get_task(task)  # type: ignore[assignment]
     if isinstance(task, type):
         task = task(
-            session=session, call_timeout=call_timeout, reuse_page=reuse_page, screenshots=screenshots
+            session=session,
+            call_timeout=call_timeout,
+            reuse_page=reuse_page,
+            screenshots=screenshots,
+            type_mode=type_mode,
         )
     return BrowserEnv(task, harness=harness, render_mode=render_mode)

@@ -10,7 +10,9 @@ The task keeps the web suite's interface, so every harness presents both alike:
   sent as real mouse and keyboard input (a drop-down choice is set the way a user's pick
   is: option selected, ``input`` and ``change`` fired).
 
-An episode: a freshly loaded page (see :mod:`~harness_gym.envs.browser.browser`),
+An episode: the task's document (the previous episode's, put back as a fresh load has it,
+where that is shown exact: ``reuse_page``, the default; else a freshly loaded page, see
+:mod:`~harness_gym.envs.browser.browser`),
 ``Math.seedrandom(seed)`` with a seed drawn from the reset generator, MiniWoB's
 ``core.startEpisodeReal()``, and the task timer cancelled (the :mod:`virtual clock
 <harness_gym.envs.browser.clock>` only moves when an action is taken, so nothing depends on
@@ -25,9 +27,11 @@ by key, as a user's keys would go (lost on a button).
 ``type`` inserts its text the way a paste does (one ``input`` event for all but the last
 character), then types the last character as a key press (``keydown``, ``keypress``,
 ``input``, ``keyup``), so a task that reacts to the end of typing still sees it; a 1,000
-character ``type`` costs about what a 10 character one does. Tasks that read every key press
-(``typing = "keys"``: the terminal, the spinner that blocks typed keys) get one key press per
-character, as before.
+character ``type`` costs about what a 10 character one does. By default (``type_mode="dom"``)
+both happen inside the page in one round trip, the key press dispatched there with a real
+press's key codes; ``type_mode="cdp"`` sends trusted browser input (see :data:`TYPE_MODES`).
+Tasks that read every key press (``typing = "keys"``: the terminal, the spinner that blocks
+typed keys) get one key press per character, as before.
 
 Every reset and every step runs under the session's deadline (``call_timeout``); a reset that
 starts a browser (the first, or one after a failure) does so under the launch deadline
@@ -83,6 +87,13 @@ _QUOTED = re.compile(r'"([^"]+)"')
 #: How ``type`` enters text: ``"paste"`` (one input event, then the last character as a key
 #: press) or ``"keys"`` (a key press per character, for tasks that read every key).
 TYPING_MODES = ("paste", "keys")
+#: How a ``"paste"`` ``type`` reaches the page: ``"dom"`` enters it from inside the page
+#: (focus, one ``insertText`` edit, the last character as a key press dispatched in the page,
+#: and the observation: one round trip, like ``click_mode="dom"``); ``"cdp"`` sends trusted
+#: browser input through the DevTools protocol (``Input.insertText``, then a real key press:
+#: four round trips with the focus and the observation). Text with a tab or a newline, date and
+#: time fields, and ``"keys"`` tasks always get real keys.
+TYPE_MODES = ("dom", "cdp")
 #: Characters ``type`` always sends as key presses (Playwright's keyboard presses Enter for
 #: them), so a newline still submits a form as a typed one does. A tab is a Tab key press,
 #: which moves the focus (see ``BrowserTask._type``).
@@ -116,15 +127,17 @@ class BrowserTask(Task):
         session: a :class:`BrowserSession` to run in (default: a new one, owned and closed by
             this task).
         click_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`CLICK_MODES`.
+        type_mode: ``"dom"`` (default) or ``"cdp"``, see :data:`TYPE_MODES`.
         call_timeout: the deadline of a reset or a step, in seconds, of the browser this task
             starts (default :data:`~harness_gym.envs.browser.browser.CALL_TIMEOUT_S`).
-        reuse_page: start each episode in the previous episode's document, as Farama's env
-            does (``core.startEpisodeReal()`` again, one round trip, no page load), with the
-            document's MiniWoB bookkeeping put back as a fresh load has it, instead of a
-            freshly loaded one; only for the tasks of
-            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE`, whose reused document was
-            shown to give a fresh page's fields and digest; the others still get a fresh
-            document per episode (:attr:`page_reused` says which happened). Off by default.
+        reuse_page: start each episode in the previous episode's document where that is
+            exact (the default), as Farama's env does: ``core.startEpisodeReal()`` again, in
+            one round trip and without a page load, with what MiniWoB and the harness keep in
+            the document put back as a fresh load has it. Only the tasks of
+            :data:`~harness_gym.envs.browser.catalog.EXACT_REUSE` are reused, those whose
+            reused document was shown to give a fresh page's fields and state digest for
+            every seed tried; the others get a fresh document per episode, as does every task
+            with ``reuse_page=False``. :attr:`page_reused` says which happened.
         screenshots: capture the task area (:data:`TASK_AREA`) as PNG bytes after every reset
             and every step, in :attr:`screenshot` (the env puts it in ``info["screenshot"]``),
             for agents that read pixels. Off by default (nothing is captured).
@@ -159,18 +172,24 @@ class BrowserTask(Task):
         session: BrowserSession | None = None,
         click_mode: str = "dom",
         call_timeout: float | None = None,
-        reuse_page: bool = False,
+        reuse_page: bool = True,
         screenshots: bool = False,
+        type_mode: str = "dom",
     ) -> None:
         if not isinstance(screenshots, bool):
             raise TypeError(f"screenshots must be True or False, got {screenshots!r}")
+        if not isinstance(reuse_page, bool):
+            raise TypeError(f"reuse_page must be True or False, got {reuse_page!r}")
         if click_mode not in CLICK_MODES:
             raise ValueError(f"click_mode must be one of {CLICK_MODES}, got {click_mode!r}")
+        if type_mode not in TYPE_MODES:
+            raise ValueError(f"type_mode must be one of {TYPE_MODES}, got {type_mode!r}")
         if session is not None and call_timeout is not None:
             raise ValueError("call_timeout is the session's: pass it to BrowserSession, not with session=")
         if call_timeout is not None and not call_timeout > 0:
             raise ValueError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
         self.click_mode = click_mode
+        self.type_mode = type_mode
         self.call_timeout = call_timeout
         self.reuse_page = bool(reuse_page)
         self.screenshots = screenshots
@@ -223,7 +242,8 @@ class BrowserTask(Task):
         self.begin(int(rng.integers(0, 2**31 - 1)))
 
     def begin(self, seed: int) -> None:
-        """Start the episode of MiniWoB seed ``seed`` in a fresh page (new browser if needed).
+        """Start the episode of MiniWoB seed ``seed``: in the previous episode's document where
+        ``reuse_page`` applies, else in a fresh page (a new browser if needed).
 
         A browser found dead is replaced at once; a crash or a stall during the reset (past
         the session's deadline) raises :class:`BrowserCrashedError` /
@@ -245,18 +265,20 @@ class BrowserTask(Task):
         self.page_reused = False
         reusable = self.reuse_page and self.subdomain in EXACT_REUSE
         if reusable and self._page is not None and session.is_active(self._page):
-            self.page_reused = True
             try:  # Farama's way: the next episode in the same document, one round trip
                 text = session.call(self._page, "__hgPage.restart", args)
             except BrowserCrashedError as err:
                 self._page = None
-                self.done = True
-                raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
-            obs = json.loads(text)
-            self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
-            self._observe(obs)
-            self._capture_after_reset()
-            return
+                session.mark_broken()
+                # A browser that was already dead (killed between episodes) is replaced within
+                # this reset, by the fresh load below; a crash or a stall during it ends the reset.
+                if isinstance(err, BrowserTimeoutError) or "crashed during" in str(err):
+                    self.done = True
+                    raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+            else:
+                self.page_reused = True
+                self._started(text)
+                return
         for attempt in range(2):
             launches = session.launches
             try:
@@ -273,6 +295,10 @@ class BrowserTask(Task):
                 if attempt or not stale or "crashed during" in str(err):
                     self.done = True
                     raise type(err)(f"{self.task_id}: could not start an episode: {err}") from err
+        self._started(text)
+
+    def _started(self, text: str) -> None:
+        """Take in the episode start's observation (JSON text, with the markup to digest)."""
         obs = json.loads(text)
         self._html_digest = hashlib.sha256(obs.pop("html").encode("utf-8", "replace")).hexdigest()[:16]
         self._observe(obs)
@@ -318,6 +344,7 @@ class BrowserTask(Task):
         launch = session.launch_timeout if session is not None else LAUNCH_TIMEOUT_S
         return {
             "click_mode": self.click_mode,
+            "type_mode": self.type_mode,
             "call_timeout": timeout,
             "launch_timeout": launch,
             "reuse_page": self.reuse_page,
@@ -398,9 +425,12 @@ class BrowserTask(Task):
             if point is not None:
                 self._click(point[0], point[1])
         elif action.name == "type":
-            if call("__hgPage.focus", ref):
-                node = self._refs.get(ref, {})
-                self._type(action["text"], node.get("type", "").lower() in dom.SEGMENTED_INPUT_TYPES)
+            typed = action["text"]
+            segmented = self._refs.get(ref, {}).get("type", "").lower() in dom.SEGMENTED_INPUT_TYPES
+            if self._types_in_page(typed, segmented):
+                text = call("__hgPage.type", ref, typed, self.settle_ms, self._points_wanted)
+            elif call("__hgPage.focus", ref):
+                self._type(typed, segmented)
         elif action.name == "press":
             session.keyboard(page, "press", " " if action["key"] == "Space" else action["key"])
         elif action.name == "select":
@@ -430,7 +460,8 @@ class BrowserTask(Task):
         }
 
     def snapshot(self) -> Any:
-        """The seed and the actions taken: :meth:`restore` replays them in a fresh page."""
+        """The seed and the actions taken: :meth:`restore` replays them from the episode's
+        start (the same instance, in a reused or a fresh document alike)."""
         return {"seed": self.seed, "trace": list(self.trace)}
 
     def restore(self, snapshot: Any) -> None:
@@ -450,6 +481,12 @@ class BrowserTask(Task):
         self._page = None
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _types_in_page(self, text: str, segmented: bool) -> bool:
+        """Whether ``type`` of ``text`` goes in from inside the page (see :data:`TYPE_MODES`)."""
+        if self.type_mode != "dom" or self.typing != "paste" or segmented or not text:
+            return False
+        return "\t" not in text and _KEY_CHARS.search(text) is None
 
     def _type(self, text: str, by_keys: bool = False) -> None:
         """Enter ``text`` into the focused field (its content selected, so it is replaced);
