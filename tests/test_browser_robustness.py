@@ -12,6 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -493,3 +494,37 @@ def test_trusted_input_beside_the_direct_connection_solves_episodes(
             done = terminated or truncated
         assert info["success"], (task_id, seed)
     env.close()
+
+
+def test_pipe_mode_opens_no_devtools_port_and_still_solves_episodes(monkeypatch) -> None:
+    """``HARNESS_GYM_BROWSER_DEVTOOLS=pipe``: Chromium opens no DevTools port (no local process
+    can reach the browser), every call goes through Playwright's driver, episodes still succeed."""
+    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DEVTOOLS_PORT_FILE
+
+    monkeypatch.setenv(DEVTOOLS_ENV, "pipe")
+    cls = next(t for t in BROWSER_TASKS if t.task_id == "BrowserEnterText")
+    env = BrowserEnv(cls(), harness="Json")
+    try:
+        for seed in range(2):
+            _, info = env.reset(seed=seed)
+            session = env.task.session
+            assert session._direct == []
+            profiles = [
+                n.split("=", 1)[1] for n in session._handles.needles if n.startswith("--user-data-dir=")
+            ]
+            assert profiles and not any(Path(d, DEVTOOLS_PORT_FILE).exists() for d in profiles)
+            done = False
+            while not done:
+                _, _, terminated, truncated, info = env.step(env.oracle_action())
+                done = terminated or truncated
+            assert info["success"], seed
+    finally:
+        env.close()
+
+
+def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
+    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, launch_args
+
+    monkeypatch.setenv(DEVTOOLS_ENV, "tcp")
+    with pytest.raises(ValueError, match="must be one of port, pipe, got 'tcp'"):
+        launch_args()

@@ -108,6 +108,23 @@ _CONTEXT_GONE = (
 )
 #: The file in which Chromium writes the port of ``--remote-debugging-port=0`` (profile dir).
 DEVTOOLS_PORT_FILE = "DevToolsActivePort"
+#: Set to ``pipe`` to open no DevTools port: every call then goes through Playwright's driver
+#: (slower; for machines shared with users who must not reach the browser, see docs/browser.md).
+DEVTOOLS_ENV = "HARNESS_GYM_BROWSER_DEVTOOLS"
+DEVTOOLS_MODES = ("port", "pipe")
+
+
+def launch_args() -> list[str]:
+    """Chromium's arguments: :data:`LAUNCH_ARGS`, without the DevTools port under
+    ``HARNESS_GYM_BROWSER_DEVTOOLS=pipe``."""
+    mode = os.environ.get(DEVTOOLS_ENV, "port") or "port"
+    if mode not in DEVTOOLS_MODES:
+        raise ValueError(f"{DEVTOOLS_ENV} must be one of {', '.join(DEVTOOLS_MODES)}, got {mode!r}")
+    if mode == "pipe":
+        return [a for a in LAUNCH_ARGS if not a.startswith("--remote-debugging-port")]
+    return list(LAUNCH_ARGS)
+
+
 #: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
 #: load the next document.
 CHANNEL = "harness-gym-next-episode"
@@ -740,7 +757,7 @@ class BrowserSession:
             with self.guard(f"the start of Chromium at {self.executable}", seconds):
                 browser = driver.chromium.launch(
                     executable_path=self.executable,
-                    args=list(LAUNCH_ARGS),
+                    args=launch_args(),
                     env={**os.environ, SESSION_ENV: tag},
                     headless=True,
                     timeout=seconds * 1000,
@@ -783,7 +800,7 @@ class BrowserSession:
         """A direct DevTools connection to every tab (see :class:`_DirectPage`), or none (then
         page scripts go through Playwright's DevTools sessions): when ``websocket-client`` is
         not installed or Chromium shows no DevTools port."""
-        if importlib.util.find_spec("websocket") is None:
+        if importlib.util.find_spec("websocket") is None or "--remote-debugging-port=0" not in launch_args():
             return []
         port = _devtools_port(self._handles.needles, 5.0)
         if port is None:
