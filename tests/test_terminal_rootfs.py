@@ -64,6 +64,11 @@ def run_step(cmd: str, line: int = 0) -> BuildStep:
         ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "trixie", "3.13"),
         ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "trixie", "3.13"),
         ("buildpack-deps:bookworm", "bookworm", "3.11"),
+        ("public.ecr.aws/docker/library/python:3.11-slim", "bookworm", "3.11"),
+        ("gcc:12", "bookworm", "3.11"),
+        ("golang:1.23-bookworm", "trixie", "3.13"),
+        ("eclipse-temurin:17.0.12_7-jdk-jammy", "bookworm", "3.11"),
+        ("node:18", "bookworm", "3.11"),
     ],
 )
 def test_from_maps_to_the_nearest_debian_base(image: str, suite: str, python: str) -> None:
@@ -82,10 +87,37 @@ def test_the_note_says_when_python_is_only_the_nearest() -> None:
 
 
 @pytest.mark.parametrize(
+    ("image", "suite", "package", "note"),
+    [
+        (
+            "golang:1.22.7-bookworm",
+            "trixie",
+            "golang-go",
+            "Go 1.24 (nearest to the image's 1.22; not the image's bookworm: its Go decides)",
+        ),
+        ("golang:bookworm", "bookworm", "golang-go", "with its Go 1.19"),
+        ("public.ecr.aws/docker/library/golang:1.19", "bookworm", "golang-go", "with its Go 1.19"),
+        ("gcc:13.3.0-bookworm", "trixie", "build-essential", "gcc 14 (nearest to the image's 13.3"),
+        ("eclipse-temurin:17.0.12_7-jdk-jammy", "bookworm", "openjdk-17-jdk-headless", "Java 17"),
+        ("openjdk:21-slim", "trixie", "openjdk-21-jdk-headless", "Java 21"),
+        ("node:20.18.1-bookworm", "trixie", "nodejs", "Node.js 20 (not the image's bookworm"),
+    ],
+)
+def test_a_toolchain_image_maps_to_the_suite_with_the_nearest_tool(
+    image: str, suite: str, package: str, note: str
+) -> None:
+    base = map_base(image)
+    assert base.suite == suite and package in base.packages and "build-essential" in base.packages
+    assert note in base.note
+    if "nearest" not in note:
+        assert "nearest" not in base.note  # the suite ships the version the image names
+
+
+@pytest.mark.parametrize(
     ("image", "reason"),
     [
         ("nvidia/cuda:12.2.0-runtime-ubuntu22.04", "registry image that maps to no Debian base"),
-        ("node:20", "registry image that maps to no Debian base"),
+        ("mcr.microsoft.com/dotnet/sdk:8.0.405", "registry image that maps to no Debian base"),
         ("ghcr.io/someone/custom:1.0", "registry image that maps to no Debian base"),
         ("python:2.7", "Python 2 is not in any Debian suite"),
         ("scratch", "empty image"),

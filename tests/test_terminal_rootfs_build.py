@@ -18,6 +18,7 @@ import pytest
 from harness_gym.envs.terminal.rootfs import BuildFailed, BuildStep, RootFS, build_rootfs
 from harness_gym.envs.terminal.sandbox import (
     Sandbox,
+    SandboxLimits,
     bwrap_problem,
     copy_tree,
     make_episode_dir,
@@ -192,6 +193,28 @@ def test_a_trixie_python_image_runs_the_sandbox_and_installs_like_the_image() ->
         words = res.stdout.split()
         assert words[0] == "Python" and words[1].startswith("3.13.") and words[2:] == ["ok"], res.stdout
         assert sb.run("pwd", persistent=True).stdout == "/tmp\n"  # the persistent shell on 3.13's runner
+    finally:
+        sb.close()
+        remove_episode_dir(root)
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "expect"),
+    [
+        ("golang:1.24", "go version", "go version go1.24"),
+        ("eclipse-temurin:21-jdk", "javac -version 2>&1", "javac 21"),
+    ],
+)
+def test_a_toolchain_image_builds_with_debians_tool(image: str, command: str, expect: str) -> None:
+    """A toolchain image maps to the suite with the nearest packaged tool, and the tool runs
+    in an episode over the built system (under a Harbor task's address-space limit: the JVM
+    reserves a quarter of the machine's memory at start, more than the 1 GiB built-in default)."""
+    built = build_rootfs(image, [BuildStep("RUN", (command,), 2)], None, cache=CACHE, progress=False)
+    root = make_episode_dir()
+    limits = SandboxLimits(address_space=8 << 30, processes=512, timeout=30, cpu_seconds=30)
+    sb = Sandbox(root, rootfs=built.path, env=built.env, limits=limits)
+    try:
+        assert sb.run(command).stdout.startswith(expect)
     finally:
         sb.close()
         remove_episode_dir(root)

@@ -1113,8 +1113,9 @@ MIRRORED_LIBRARY = re.compile(r"^(?:[a-z0-9.-]+\.[a-z]+(?::\d+)?/)?(?:docker/)?l
 
 
 def _check_base(name: str, plan: ImagePlan) -> None:
-    """The ``FROM`` image must map to a Debian base (even when the host's tools stand in for it:
-    a ``golang`` or ``eclipse-temurin`` image holds tools no Debian base has)."""
+    """The ``FROM`` image must map to a Debian base (:func:`~harness_gym.envs.terminal.rootfs.map_base`;
+    toolchain images such as ``golang`` or ``eclipse-temurin`` map to the suite whose own package
+    of the tool is nearest, said in the build log)."""
     from harness_gym.envs.terminal import rootfs
 
     plan.base_image = MIRRORED_LIBRARY.sub("", plan.base_image)

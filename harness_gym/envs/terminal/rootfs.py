@@ -5,9 +5,11 @@ describes and returns a :class:`RootFS` whose ``path`` a :class:`~.sandbox.Sandb
 (read-only, with a fresh writable ``/app``):
 
 * ``FROM`` is mapped to the nearest Debian base (:func:`map_base`: ``debian:*``, ``ubuntu:*``,
-  ``python:X.Y*``, ``buildpack-deps:*`` and Terminal-Bench's ``t-bench/python-3-13`` /
-  ``ubuntu-24-04`` images); the base is made with ``mmdebstrap`` from Debian's package
-  registry (nothing is pulled from a container registry) and cached on its own;
+  ``python:X.Y*``, ``buildpack-deps:*``, the toolchain images ``gcc``, ``golang``, ``node``,
+  ``eclipse-temurin`` and ``openjdk`` (:data:`TOOLCHAINS`: the suite whose own package of the
+  tool is nearest) and Terminal-Bench's ``t-bench/python-3-13`` / ``ubuntu-24-04`` images);
+  the base is made with ``mmdebstrap`` from Debian's package registry (nothing is pulled
+  from a container registry) and cached on its own;
 * ``RUN`` lines run at build time as root (Docker's default capabilities only) in a
   bubblewrap sandbox over the file system being built, sharing the host's network, which
   reaches only the package registries (apt, pip and uv are pointed at the host's mirror and
@@ -102,6 +104,45 @@ BASE_PACKAGES = ("python3", "ca-certificates")
 #: What a ``python:X`` image adds: pip, venv and ``python`` on the path.
 PYTHON_PACKAGES = ("python3-pip", "python3-venv", "python-is-python3")
 BUILDPACK_PACKAGES = ("curl", "wget", "gnupg", "git", "build-essential", "procps")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """An official language image Debian also packages: what each suite ships of it."""
+
+    tool: str  # what the build log calls it
+    versions: Mapping[str, str]  # suite -> the version of the tool that suite ships
+    packages: Mapping[str, tuple[str, ...]]  # suite -> what to install for it
+
+
+def _same(packages: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    return {suite: packages for suite in DEBIAN_SUITES}
+
+
+#: ``FROM gcc|golang|eclipse-temurin|openjdk|node:VERSION`` -> the suite whose own package of
+#: the tool is nearest to VERSION (each image is buildpack-deps plus the tool).
+TOOLCHAINS = {
+    "gcc": Toolchain("gcc", {"bullseye": "10", "bookworm": "12", "trixie": "14"}, _same(BUILDPACK_PACKAGES)),
+    "golang": Toolchain(
+        "Go",
+        {"bullseye": "1.15", "bookworm": "1.19", "trixie": "1.24"},
+        _same((*BUILDPACK_PACKAGES, "golang-go")),
+    ),
+    "node": Toolchain(
+        "Node.js",
+        {"bullseye": "12", "bookworm": "18", "trixie": "20"},
+        _same((*BUILDPACK_PACKAGES, "nodejs", "npm")),
+    ),
+    "eclipse-temurin": Toolchain(
+        "Java",
+        {"bullseye": "11", "bookworm": "17", "trixie": "21"},
+        {
+            suite: (*BUILDPACK_PACKAGES, f"openjdk-{java}-jdk-headless")
+            for suite, java in {"bullseye": "11", "bookworm": "17", "trixie": "21"}.items()
+        },
+    ),
+}
+TOOLCHAINS["openjdk"] = TOOLCHAINS["eclipse-temurin"]
 #: Capabilities a ``RUN`` keeps (Docker's default set); everything else is dropped.
 BUILD_CAPS = (
     "CAP_CHOWN",
@@ -271,9 +312,45 @@ def _split_image(image: str) -> tuple[str, str]:
     parts = name.split("/")
     if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
         parts = parts[1:]  # a registry host
+    if parts[:2] == ["docker", "library"]:  # a mirror of Docker Hub: public.ecr.aws/docker/library/X
+        parts = parts[2:]
     if parts and parts[0] == "library":
         parts = parts[1:]
     return "/".join(parts).lower(), (tag or "latest").lower()
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def _toolchain_base(image: str, chain: Toolchain, tag: str, packages: tuple[str, ...]) -> Base:
+    """The suite whose own package of the tool is nearest to the tag's version (ties: the newer);
+    a tag without a version takes its suite suffix, else the newest suite."""
+    found = re.match(r"(\d+(?:\.\d+)?)", tag)
+    named = next((s for s in DEBIAN_SUITES if s in tag.split("-")), None) or next(
+        (UBUNTU_TO_DEBIAN[w] for w in tag.split("-") if w in UBUNTU_TO_DEBIAN), None
+    )
+    if found:
+        want = _version_key(found.group(1))
+        suite = min(
+            chain.versions,
+            key=lambda s: (
+                tuple(abs(a - b) for a, b in zip(_version_key(chain.versions[s]), want)),
+                -int(DEBIAN_SUITES[s][0]),
+            ),
+        )
+    else:
+        suite = named or "trixie"
+    have = chain.versions[suite]
+    note = f"FROM {image} -> Debian {suite} ({DEBIAN_SUITES[suite][0]}) with its {chain.tool} {have}"
+    said = []
+    if found and _version_key(found.group(1))[: len(_version_key(have))] != _version_key(have):
+        said.append(f"nearest to the image's {found.group(1)}")
+    if named and named != suite:
+        said.append(f"not the image's {named}: its {chain.tool} decides")
+    if said:
+        note += f" ({'; '.join(said)})"
+    return Base(image, suite, DEBIAN_SUITES[suite][1], packages + chain.packages[suite], note)
 
 
 def _python_suite(minor: str) -> str:
@@ -339,10 +416,12 @@ def map_base(image: str) -> Base:
             raise Unbuildable(f"FROM {image}: no Debian suite {name!r} to build")
         note = f"FROM {image} -> Debian {suite} with curl, wget, git, build-essential"
         return Base(image, suite, DEBIAN_SUITES[suite][1], packages + BUILDPACK_PACKAGES, note)
+    if repo in TOOLCHAINS:
+        return _toolchain_base(image, TOOLCHAINS[repo], tag, packages)
     raise Unbuildable(
         f"FROM {image}: a registry image that maps to no Debian base (nothing is pulled from a "
-        "container registry; debian, ubuntu, python and buildpack-deps images are built from "
-        "Debian's packages)"
+        "container registry; debian, ubuntu, python, buildpack-deps, gcc, golang, node, "
+        "eclipse-temurin and openjdk images are built from Debian's packages)"
     )
 
 
