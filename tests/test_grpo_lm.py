@@ -98,6 +98,30 @@ def test_grpo_lm_cli_rejects_bad_arguments(tmp_path: Path, extra: list[str], mes
     assert not out.exists()
 
 
+@pytest.mark.parametrize("algo", ["grpo-lm", "sft-lm"])
+def test_vllm_mode_is_refused_in_one_line_without_cuda(
+    tmp_path: Path, algo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM generation in GRPO needs CUDA (and is untested here, its help says so): without a GPU
+    the command refuses before loading a model; sft-lm, which generates nothing, refuses it too."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the vLLM mode is not refused here")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"], out=io.StringIO())
+    assert "Needs CUDA; untested" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "run"
+    argv = ["train", "--algo", algo, "--env", "harness_gym/ClickButton-v0", "--vllm-mode", "server",
+            "--out", str(out)]  # fmt: skip
+    with pytest.raises(CLIExit) as info:
+        main(argv, out=io.StringIO())
+    line = str(info.value)
+    expected = "--vllm-mode server needs CUDA" if algo == "grpo-lm" else "--vllm-mode is for grpo-lm"
+    assert expected in line and "\n" not in line
+    assert not out.exists()
+
+
 # -- token sequences (the embedded model's tokenizer) -------------------------------------------
 
 

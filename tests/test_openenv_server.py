@@ -518,6 +518,7 @@ def test_trl_grpo_step_with_rollouts_over_the_wire(server: Server, tmp_path: Pat
         reward_weights=weights,
         use_cpu=True,
         bf16=False,
+        gradient_checkpointing=False,  # TRL defaults to recomputing activations: a slower step
         logging_steps=1,
         save_strategy="no",
         report_to="none",

@@ -39,6 +39,7 @@ TRAIN_SEED_START = 10_000
 
 LM_ALGOS = ("sft-lm", "grpo-lm")
 PRECISIONS = ("auto", "fp32", "bf16")
+VLLM_MODES = ("server", "colocate")
 SFT_LEARNING_RATE = 5e-5
 GRPO_LEARNING_RATE = 5e-6
 
@@ -105,6 +106,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--temperature", type=positive_float, default=1.0, help="sampling temperature in training"
     )
+    group.add_argument(
+        "--vllm-mode",
+        choices=VLLM_MODES,
+        default=None,
+        help="grpo-lm: generate through TRL's vLLM (server: a `trl vllm-serve` process; colocate: in "
+        "process). Needs CUDA; untested in this package (no GPU in its CI)",
+    )
 
 
 def training_harnesses(args: argparse.Namespace) -> tuple[str, str, list]:
@@ -143,6 +151,19 @@ def check_precision(precision: str) -> None:
         )
 
 
+def check_vllm_mode(mode: str | None) -> None:
+    """Refuse vLLM generation without CUDA (TRL's vLLM modes need a GPU; known before training)."""
+    if mode is None:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CommandError(
+            f"--vllm-mode {mode} needs CUDA (TRL's vLLM generation runs on a GPU) and this machine has "
+            "none; leave it out: generation then uses the trainer's model"
+        )
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Train with ``--algo`` (sft-lm or grpo-lm), save to ``--out``, evaluate greedily on seeds 0.."""
     if args.algo == "sft-lm":
@@ -159,6 +180,8 @@ def run_sft(args: argparse.Namespace, out: TextIO) -> int:
         )
     if args.grouping != "within":
         raise CommandError("--grouping is for grpo-lm (GRPO groups); sft-lm has no groups")
+    if args.vllm_mode is not None:
+        raise CommandError("--vllm-mode is for grpo-lm (its rollouts' generation); sft-lm generates nothing")
     if args.train_seeds < len(harnesses):
         raise CommandError(
             f"--train-seeds {args.train_seeds} cannot demonstrate {len(harnesses)} harnesses "
@@ -229,6 +252,7 @@ def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
     if args.grouping == "cross" and len(harnesses) < 2:
         raise CommandError("--grouping cross compares harnesses: give --space with at least two")
     check_precision(args.precision)
+    check_vllm_mode(args.vllm_mode)
     output_dir(args.out)
 
     from harness_gym.llm.embedded import EmbeddedModelError
@@ -259,6 +283,7 @@ def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
             ),
             seed=args.seed,
             threads=args.threads,
+            vllm_mode=args.vllm_mode,
         )
         with cli_log(args, f"grpo-lm-{task}", config.to_dict()) as run_log:
             trained = train_grpo_lm(config, args.out, log=run_log)
