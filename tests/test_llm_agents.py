@@ -24,7 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from llm_fixtures import VLLMServer
+from llm_fixtures import VLLMServer, _tail
 
 import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym import Harness
@@ -213,7 +213,10 @@ def _combo_id(combo: tuple[str, str, bool]) -> str:
 
 @pytest.fixture(scope="module")
 def server_backend(vllm_server: VLLMServer) -> Iterator[OpenAIBackend]:
-    backend = OpenAIBackend(vllm_server.model, vllm_server.base_url, timeout=300, retries=0, concurrency=16)
+    # Generous timeout and one retry: these tests check what the agent does with replies, not the
+    # transport (tests/test_llm_faults.py does), and a CPU server on a loaded machine can hold
+    # a first wave of 16 prompts for minutes. A retried attempt is counted, never hidden.
+    backend = OpenAIBackend(vllm_server.model, vllm_server.base_url, timeout=900, retries=1, concurrency=16)
     yield backend
     backend.close()
 
@@ -235,12 +238,18 @@ def played(vllm_server: VLLMServer, server_backend: OpenAIBackend) -> dict[str, 
 
         episodes.append(Episode(make_env, make_agent, seed=20 + i, key=combo))
     before = vllm_server.requests_served()
+    [attempts_before] = server_backend.endpoints.counts().values()
     stats = RolloutStats()
     out = run_batched(episodes, in_flight=len(episodes), stats=stats)
+    [attempts] = server_backend.endpoints.counts().values()
     return {
         "results": {episode.key: (result, error) for episode, result, error in out},
         "served": vllm_server.requests_served() - before,
+        # attempts the server answered, and attempts that failed in transport (retried)
+        "answered": attempts["answered"] - attempts_before["answered"],
+        "failed": attempts["failed"] - attempts_before["failed"],
         "stats": stats,
+        "log": vllm_server.log_path,
     }
 
 
@@ -249,7 +258,9 @@ def test_every_request_reaches_the_server(played: dict[str, Any]) -> None:
     assert len(results) == len(COMBOS)
     assert all(error is None for _, error in results.values()), [e for _, e in results.values() if e]
     requests = sum(result.extra["llm_requests"] for result, _ in results.values())
-    assert requests == sum(result.steps for result, _ in results.values()) == played["served"]
+    assert requests == sum(result.steps for result, _ in results.values()) == played["answered"]
+    # Every answered attempt reached the engine; an attempt that timed out may have too.
+    assert played["answered"] <= played["served"] <= played["answered"] + played["failed"]
     assert played["stats"].peak_in_flight > 1  # episodes were in flight together
 
 
@@ -259,7 +270,10 @@ def test_agent_plays_through_the_server(played: dict[str, Any], combo: tuple[str
     result, error = played["results"][combo]
     assert error is None and result is not None
     record = result.extra
-    assert record["backend"] == "openai" and record["transport_failures"] == 0
+    assert record["backend"] == "openai"
+    assert record["transport_failures"] == 0, (
+        f"{record['llm_errors']} {record['first_error']}\nvLLM log:\n{_tail(played['log'])}"
+    )
     assert set(record["llm_errors"]) <= {"max_tokens", "truncated"}, record["llm_errors"]
     assert record["llm_requests"] == result.steps and record["cache_hits"] == 0
     assert record["prompt_tokens"] > 0 and record["completion_tokens"] > 0

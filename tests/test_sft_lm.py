@@ -241,9 +241,11 @@ def test_a_demonstration_longer_than_the_limit_is_refused_before_training(tmp_pa
 @pytest.mark.llm
 def test_reduced_sft_beats_the_untrained_model_on_held_out_seeds(tmp_path: Path) -> None:
     """64 demonstrations, one epoch (8 steps): the untrained model, without worked examples,
-    writes no action that parses; the fine-tuned one clicks the right button on most held-out
-    seeds, by a margin the 95% Wilson intervals separate. The folder then evaluates through
-    ``hf:FOLDER`` and trains further with ``grpo-lm --model FOLDER``."""
+    writes no action that parses; the fine-tuned one writes a click on every held-out seed and
+    succeeds more often, by a margin the 95% Wilson intervals separate over 100 seeds. At this
+    budget it has learnt the format, not the choice: its success is near the 16.8% of a random
+    legal click (docs/lm_field_order.md), so the margin is the format's. The folder then
+    evaluates through ``hf:FOLDER`` and trains further with ``grpo-lm --model FOLDER``."""
     from harness_gym.llm.embedded import embedded_model_path
     from harness_gym.train.lm_eval import evaluate_folder
     from harness_gym.train.sft_lm import train_sft_lm
@@ -260,10 +262,11 @@ def test_reduced_sft_beats_the_untrained_model_on_held_out_seeds(tmp_path: Path)
     )
     trained = train_sft_lm(config, tmp_path / "sft", progress=False)
     assert len(trained.history) == 8 and trained.history[-1]["loss"] < trained.history[0]["loss"]
-    seeds = range(30)
+    seeds = range(100)
     before = evaluate_folder(embedded_model_path(), "ClickButton", TRAINED, seeds, threads=2, max_tokens=32)
     after = evaluate_folder(trained.path, "ClickButton", TRAINED, seeds, threads=2, max_tokens=32)
     assert after.interval[0] > before.interval[1], (before, after)
+    assert all(reply.startswith('{"name": "click"') for [reply] in after.replies), after.replies
     record = json.loads((trained.path / "harness_gym_training.json").read_text())
     assert record["kind"] == "sft-lm" and record["config"]["harness_ids"] == [TRAINED.id]
     rows = tmp_path / "rows.jsonl"
@@ -279,3 +282,58 @@ def test_reduced_sft_beats_the_untrained_model_on_held_out_seeds(tmp_path: Path)
     text = io.StringIO()
     assert main(argv, out=text) == 0
     assert "saved ClickButton model trained with GRPO" in text.getvalue()
+
+
+# -- the shared prefix ----------------------------------------------------------------------------
+
+
+def _batch(tokenizer, harnesses: list[Harness], seeds: list[int]) -> dict:  # noqa: ANN001
+    import torch
+
+    from harness_gym.train.sft_lm import sft_tokens
+
+    rows = demonstration_rows("ClickButton", harnesses, seeds)
+    encoded = [sft_tokens(tokenizer, r["messages"], None, r["trained_from"]) for r in rows]
+    width = max(len(e["input_ids"]) for e in encoded)
+    ids, mask, labels = [], [], []
+    for e in encoded:
+        pad = width - len(e["input_ids"])  # right padding, as TRL's collator pads
+        ids.append(e["input_ids"] + [tokenizer.pad_token_id] * pad)
+        mask.append([1] * len(e["input_ids"]) + [0] * pad)
+        labels.append([t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])] + [-100] * pad)
+    return {k: torch.tensor(v) for k, v in (("input_ids", ids), ("attention_mask", mask), ("labels", labels))}
+
+
+@pytest.mark.llm
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-harness", "two-harnesses"])
+def test_shared_prefix_loss_equals_the_full_rows_loss_and_gradients(tokenizer, mixed: bool) -> None:  # noqa: ANN001
+    """The loss and every gradient with the shared prefix run once equal transformers' own
+    loss over the full rows (fp32), for rows of one harness (the whole system prompt shared)
+    and of two (a shorter common start)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from harness_gym.llm.embedded import embedded_model_path
+    from harness_gym.train.sft_lm import shared_prefix_length, shared_prefix_loss
+
+    torch.set_num_threads(2)
+    harnesses = [TRAINED, TRAINED.replace(obs_format="markdown")] if mixed else [TRAINED]
+    batch = _batch(tokenizer, harnesses, [10_000, 10_001, 10_002, 10_003])
+    shared = shared_prefix_length(batch["input_ids"], batch["attention_mask"], batch["labels"])
+    first_trained = int((batch["labels"] != -100).any(dim=0).nonzero()[0])
+    assert 0 < shared < first_trained
+    if not mixed:
+        assert shared > batch["attention_mask"].sum(dim=1).min() / 2  # most of each row is shared
+    model = AutoModelForCausalLM.from_pretrained(embedded_model_path(), dtype=torch.float32)
+    reference = model(**batch).loss
+    reference.backward()
+    expected = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    loss, count, correct = shared_prefix_loss(model, batch)
+    loss.backward()
+    assert count == int((batch["labels"][:, 1:] != -100).sum()) and 0 <= correct <= count
+    assert torch.allclose(loss, reference, rtol=1e-5), (float(loss), float(reference))
+    got = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert got.keys() == expected.keys()
+    for name, grad in expected.items():
+        assert torch.allclose(got[name], grad, rtol=1e-3, atol=1e-6), name

@@ -14,6 +14,12 @@ system prompt, the observations, or the harness's worked examples. Rows go to
 the agent's tokens only for any chat template (TRL's own ``assistant_only_loss`` needs
 ``{% generation %}`` markers, which neither SmolLM2's template nor the embedded model's have).
 
+With ``share_prefix`` (the default) each micro-batch runs the tokens its rows share at their
+start (one harness's system prompt: about 60% of a ClickButton row) through the model once,
+and the rows' own tokens on top of that cache, as evaluation does (:mod:`~harness_gym.llm.
+transformers_backend`). The loss and its gradients are those of the full rows (the shared
+tokens carry no loss), computed with fewer matrix products: :func:`shared_prefix_loss`.
+
 The saved folder is what :mod:`~harness_gym.train.grpo_lm` writes: a Hugging Face model
 folder with ``harness.yaml`` and ``harness_gym_training.json``, so ``hf:FOLDER`` evaluates it
 and ``--algo grpo-lm --model FOLDER`` trains it further.
@@ -22,6 +28,7 @@ and ``--algo grpo-lm --model FOLDER`` trains it further.
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import shutil
 import time
@@ -62,6 +69,8 @@ class SFTLMConfig:
         precision: ``auto`` (bf16 where supported), ``fp32`` or ``bf16`` (mixed precision:
             fp32 master weights, bf16 autocast).
         gradient_checkpointing: recompute activations in the backward pass (less memory, slower).
+        share_prefix: run a micro-batch's common leading tokens once (the same loss and
+            gradients; off: every row in full, through TRL's own loss).
         max_length: the longest row in tokens; a longer row is refused before training.
         seed: seeds data order and LoRA initialisation.
         threads: torch threads on CPU.
@@ -80,6 +89,7 @@ class SFTLMConfig:
     lora_alpha: int = 16
     precision: str = "fp32"
     gradient_checkpointing: bool = False
+    share_prefix: bool = True
     max_length: int = 2048
     seed: int = 0
     threads: int = 2
@@ -183,6 +193,61 @@ def sft_tokens(
     return {"input_ids": list(encoded["input_ids"]), "assistant_masks": mask}
 
 
+def shared_prefix_length(input_ids: Any, attention_mask: Any, labels: Any) -> int:
+    """How many leading tokens every row of the micro-batch shares and may run once: equal
+    ids, none of them padding, and no loss on predicting any of them or the token after."""
+    rows = input_ids.shape[0]
+    if rows < 2:
+        return 0
+    same = (input_ids == input_ids[:1]).all(dim=0) & attention_mask.bool().all(dim=0)
+    differ = (~same).nonzero()
+    common = int(differ[0]) if len(differ) else input_ids.shape[1]
+    trained = (labels != -100).any(dim=0).nonzero()
+    first_label = int(trained[0]) if len(trained) else input_ids.shape[1]
+    # The logit at position t predicts token t + 1: the prefix's last position may not predict
+    # a trained token, and every row keeps at least one token of its own.
+    return max(0, min(common, first_label - 1, int(attention_mask.sum(dim=1).min()) - 1))
+
+
+def shared_prefix_loss(model: Any, inputs: dict[str, Any], num_items: Any = None) -> tuple[Any, int, int]:
+    """The summed next-token loss of a micro-batch's trained tokens, divided by ``num_items``
+    (all trained tokens of the optimizer step; default: this micro-batch's), with the rows'
+    shared prefix run once and its cache repeated for every row: autograd sums the rows'
+    gradients through the repeated cache, so the result equals the full-row loss.
+
+    Returns the loss, the trained tokens counted, and how many of them the model's top
+    token got right (TRL's ``mean_token_accuracy``).
+    """
+    import torch
+    import torch.nn.functional as F
+    from transformers import DynamicCache
+
+    ids, mask, labels = inputs["input_ids"], inputs["attention_mask"], inputs["labels"]
+    shared = shared_prefix_length(ids, mask, labels)
+    backbone = model.get_decoder()
+    if shared > 0:
+        # transformers renamed ``past_key_values`` to ``cache`` during 5.x.
+        name = "cache" if "cache" in inspect.signature(backbone.forward).parameters else "past_key_values"
+        cache = DynamicCache(config=model.config)
+        backbone(input_ids=ids[:1, :shared], use_cache=True, **{name: cache})
+        cache.batch_repeat_interleave(ids.shape[0])
+        hidden = backbone(
+            input_ids=ids[:, shared:], attention_mask=mask, use_cache=True, **{name: cache}
+        ).last_hidden_state
+    else:
+        hidden = backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+    targets = labels[:, shared + 1 :]
+    scored = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][scored]).float()
+    wanted = targets[scored]
+    total = F.cross_entropy(logits, wanted, reduction="sum")
+    count = int(scored.sum())
+    denominator = num_items if num_items is not None else count
+    loss = total / torch.as_tensor(denominator, device=total.device).clamp(min=1)
+    correct = int((logits.argmax(dim=-1) == wanted).sum())
+    return loss, count, correct
+
+
 @dataclass
 class TrainedSFT:
     """A finished SFT run: where it was saved, its per-step log and its timings."""
@@ -267,7 +332,22 @@ def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, lo
             if logs and log is not None:
                 log.log(logs, step=state.global_step)
 
-    trainer = SFTTrainer(
+    trainer_class = SFTTrainer
+    if config.share_prefix:
+
+        class SharedPrefixSFTTrainer(SFTTrainer):
+            """TRL's SFTTrainer with :func:`shared_prefix_loss` in place of its loss."""
+
+            def compute_loss(
+                self, model: Any, inputs: dict, return_outputs: bool = False, num_items_in_batch: Any = None
+            ) -> Any:
+                loss, count, correct = shared_prefix_loss(model, inputs, num_items_in_batch)
+                mode = "train" if self.model.training else "eval"
+                self._metrics[mode]["mean_token_accuracy"].append(correct / count if count else 0.0)
+                return (loss, None) if return_outputs else loss
+
+        trainer_class = SharedPrefixSFTTrainer
+    trainer = trainer_class(
         model=str(path),
         args=args,
         train_dataset=Dataset.from_list(records),
