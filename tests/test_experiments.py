@@ -43,3 +43,24 @@ def test_preferences_experiment(tmp_path: Path) -> None:
     text = (tmp_path / "preferences.md").read_text()
     assert png_ok(tmp_path / "preferences.png")
     assert "Pearson 1.000" in text  # the identity holds exactly for the soft-optimal policy
+
+
+@pytest.mark.llm
+def test_lm_sft_curve_stops_at_its_time_limit_and_evaluates_both_orders(tmp_path: Path) -> None:
+    """A tiny run: the time limit ends training after its first step (of 2), the last step's
+    model is saved, and it is evaluated on the same held-out seeds in both field orders."""
+    import json
+
+    argv = ["--demonstrations", "16", "--max-minutes", "0", "--eval-seeds", "3", "--out", str(tmp_path)]
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "lm_sft_curve.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "curve.json").read_text())
+    assert summary["steps"] == 1 and len(summary["history"]) == 1
+    assert summary["canonical"][1] == summary["reversed"][1] == 3
+    assert (tmp_path / "model" / "harness_gym_training.json").exists()
+    assert "canonical vs reversed" in proc.stdout

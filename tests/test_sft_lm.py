@@ -95,7 +95,9 @@ def test_a_harness_whose_ceiling_is_below_one_gives_no_demonstrations() -> None:
         ({"train_seeds": [0]}, "at least one seed per harness"),
         ({"batch_size": 8, "micro_batch_size": 3}, "micro_batch_size 3 must divide batch_size 8"),
         ({"epochs": 0}, "epochs and learning_rate must be > 0"),
-        ({"lora_r": -1}, "lora_r >= 0"),
+        ({"lora_r": -1}, "lora_r and warmup_steps >= 0"),
+        ({"warmup_steps": -1}, "lora_r and warmup_steps >= 0"),
+        ({"lr_scheduler": "step"}, "lr_scheduler must be one of linear, constant"),
     ],
 )
 def test_bad_sft_config_is_refused(changes: dict, message: str) -> None:

@@ -47,6 +47,7 @@ from harness_gym.train.grpo_lm import (
 from harness_gym.train.precision import PRECISIONS, resolve_precision
 
 UNITS = ("step", "episode")
+LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
 
 
 @dataclass
@@ -64,7 +65,10 @@ class SFTLMConfig:
         batch_size: rows per optimizer step.
         micro_batch_size: rows per forward/backward pass (gradients accumulate over a step;
             the vocabulary-wide logits of each row are what fills memory).
-        learning_rate: AdamW learning rate (peak; linear decay).
+        learning_rate: AdamW learning rate (the peak of the schedule).
+        lr_scheduler: ``linear`` (decay to zero, the default), ``constant``,
+            ``constant_with_warmup`` or ``cosine`` (transformers' schedules of those names).
+        warmup_steps: optimizer steps of linear warm-up before the schedule.
         lora_r: LoRA rank through ``peft`` (0: full fine-tuning); the saved folder holds merged weights.
         precision: ``auto`` (bf16 where supported), ``fp32`` or ``bf16`` (mixed precision:
             fp32 master weights, bf16 autocast).
@@ -85,6 +89,8 @@ class SFTLMConfig:
     batch_size: int = 8
     micro_batch_size: int = 2
     learning_rate: float = 5e-5
+    lr_scheduler: str = "linear"
+    warmup_steps: int = 0
     lora_r: int = 0
     lora_alpha: int = 16
     precision: str = "fp32"
@@ -117,8 +123,12 @@ class SFTLMConfig:
             raise TrainingSetupError(
                 f"micro_batch_size {self.micro_batch_size} must divide batch_size {self.batch_size}"
             )
-        if self.epochs <= 0 or self.learning_rate <= 0 or self.lora_r < 0:
-            raise TrainingSetupError("epochs and learning_rate must be > 0 and lora_r >= 0")
+        if self.epochs <= 0 or self.learning_rate <= 0 or self.lora_r < 0 or self.warmup_steps < 0:
+            raise TrainingSetupError("epochs and learning_rate must be > 0, lora_r and warmup_steps >= 0")
+        if self.lr_scheduler not in LR_SCHEDULERS:
+            raise TrainingSetupError(
+                f"lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {self.lr_scheduler!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -258,8 +268,17 @@ class TrainedSFT:
     timings: dict[str, float]
 
 
-def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, log: Any = None) -> TrainedSFT:
-    """Fine-tune ``config.model`` on oracle demonstrations through the harnesses; save to ``out``."""
+def train_sft_lm(
+    config: SFTLMConfig,
+    out: str | Path,
+    progress: bool = True,
+    log: Any = None,
+    callbacks: Sequence[Any] = (),
+) -> TrainedSFT:
+    """Fine-tune ``config.model`` on oracle demonstrations through the harnesses; save to ``out``.
+
+    ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (checkpoints
+    at chosen steps, a time limit: ``experiments/lm_sft_curve.py``)."""
     import os
 
     import torch
@@ -296,8 +315,8 @@ def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, lo
         gradient_accumulation_steps=config.batch_size // min(config.micro_batch_size, config.batch_size),
         num_train_epochs=config.epochs,
         learning_rate=config.learning_rate,
-        lr_scheduler_type="linear",
-        warmup_steps=0,
+        lr_scheduler_type=config.lr_scheduler,
+        warmup_steps=config.warmup_steps,
         seed=config.seed,
         data_seed=config.seed,
         max_length=None,  # lengths are checked above; nothing is cut
@@ -353,7 +372,7 @@ def train_sft_lm(config: SFTLMConfig, out: str | Path, progress: bool = True, lo
         train_dataset=Dataset.from_list(records),
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[_Log()],
+        callbacks=[_Log(), *callbacks],
     )
     start = time.perf_counter()
     trainer.train()
