@@ -82,6 +82,23 @@ def test_eval_prints_a_task_by_preset_table_and_writes_rows(tmp_path) -> None:
     assert env.reset(seed=row["seed"])[1]["harness_id"] == row["harness_id"]
 
 
+def test_eval_harness_replaces_every_envs_harness_for_agents(tmp_path) -> None:
+    """``--harness`` with ``--agent`` (a trained folder's ``harness.yaml``, as ``hf:FOLDER`` is
+    evaluated): every episode runs under that harness, preset name or YAML file."""
+    from harness_gym import Harness
+    from harness_gym.core.presets import resolve_harness
+
+    spec = tmp_path / "harness.yaml"
+    spec.write_text("obs_format: markdown\nfield_order: reversed\n")
+    for given, expected in (("Json", resolve_harness("Json")), (str(spec), Harness.from_yaml(spec))):
+        out = tmp_path / "rows.jsonl"
+        envs = ["--env", "harness_gym/ClickButton-v0", "--env", "harness_gym/EnterText-v0"]
+        run("eval", "--agent", "oracle", *envs, "--harness", given, "--episodes", "2", "--out", str(out))
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 4 and {r["harness_id"] for r in rows} == {expected.id}
+        assert all(r["success"] for r in rows)
+
+
 def test_eval_writes_csv(tmp_path) -> None:
     out = tmp_path / "rows.csv"
     run(

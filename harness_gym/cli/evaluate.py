@@ -52,7 +52,8 @@ def add_model_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """Options ``harness-gym eval`` needs for ``--model``."""
     parser.add_argument("--model", help="a directory written by `harness-gym train`: evaluate that model")
     parser.add_argument(
-        "--harness", help="with --model: replace the env's harness (preset name or YAML path)"
+        "--harness",
+        help="replace every env's harness (preset name or YAML path), for --agent or --model",
     )
     parser.add_argument("--stochastic", action="store_true", help="with --model: sample instead of greedy")
 
@@ -62,9 +63,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_agents(args: argparse.Namespace, out: TextIO) -> int:
-    """Evaluate ``--agent`` specs (default oracle and random) on every ``--env``."""
-    import gymnasium as gym
-
+    """Evaluate ``--agent`` specs (default oracle and random) on every ``--env`` (under
+    ``--harness`` when given)."""
     from harness_gym.analysis.agent_spec import parse_agent
     from harness_gym.analysis.sweep.cell import outage_error
     from harness_gym.llm.cli_options import apply_llm_options
@@ -72,8 +72,13 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.rollout import Episode, EpisodeResult, run_batched, run_episode
 
     env_ids = resolve_env_ids(args.env)
-    if args.harness or args.stochastic:
-        raise CommandError("--harness and --stochastic apply to --model only")
+    if args.stochastic:
+        raise CommandError("--stochastic applies to --model only")
+
+    def make(env_id: str) -> Any:
+        return make_env(env_id, args.harness)
+
+    make(env_ids[0]).close()  # a bad --harness is one error line, before anything runs
     agents = [parse_agent(a) for a in apply_llm_options(args.agent or ["oracle", "random"], args)]
     out_path = output_file(args.out) if args.out else None
     seeds = [args.seed + i for i in range(args.episodes)]
@@ -83,14 +88,14 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     first: dict[int, tuple[Any, Any]] = {}
     for k, agent in enumerate(agents):
         if not agent.batched:
-            env = gym.make(env_ids[0])
+            env = make(env_ids[0])
             first[k] = (env, agent.build(env))
 
     def episodes() -> Iterator[EpisodeResult]:
         for env_id in env_ids:
             for k, agent in enumerate(agents):
                 if agent.batched:  # language models: episodes in flight, requests batched
-                    jobs = [Episode(lambda e=env_id: gym.make(e), agent.build, s, agent.name) for s in seeds]
+                    jobs = [Episode(lambda e=env_id: make(e), agent.build, s, agent.name) for s in seeds]
                     for _, result, err in run_batched(jobs, in_flight=args.in_flight):
                         if err is not None:
                             raise err
@@ -100,7 +105,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
                     continue
                 env, built = first.pop(k) if env_id == env_ids[0] and k in first else (None, None)
                 if env is None:
-                    env = gym.make(env_id)
+                    env = make(env_id)
                     built = agent.build(env)
                 for seed in seeds:
                     yield run_episode(env, built, seed, agent.name)
