@@ -43,7 +43,11 @@ from lm_field_order import (  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--lr-scheduler", default="constant_with_warmup")
+    parser.add_argument(
+        "--lr-scheduler",
+        default="constant_with_warmup",
+        choices=("linear", "constant", "constant_with_warmup", "cosine"),  # sft_lm.LR_SCHEDULERS
+    )
     parser.add_argument("--warmup-steps", type=int, default=5)
     parser.add_argument("--demonstrations", type=int, default=2400, help="one pass over this many")
     parser.add_argument("--batch-size", type=int, default=8)
