@@ -86,7 +86,7 @@ $(VERIFIERS_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-verifiers: setup $(VERIFIERS_VENV)/.installed
-	HARNESS_GYM_PYTHON=$(CURDIR)/$(BIN)/python $(VERIFIERS_VENV)/bin/python -m pytest -q -p no:xdist \
+	HARNESS_GYM_PYTHON="$(CURDIR)/$(BIN)/python" $(VERIFIERS_VENV)/bin/python -m pytest -q -p no:xdist \
 		-m 'not slow' tests/test_verifiers.py tests/test_docs.py -k 'verifiers or integrations'
 
 bench: setup
