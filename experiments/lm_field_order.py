@@ -289,7 +289,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from harness_gym.analysis.sweep_spec import select_harnesses
+    from harness_gym.analysis.sweep.spec import select_harnesses
     from harness_gym.core.space import HarnessSpace
     from harness_gym.llm.embedded import embedded_model_path
     from harness_gym.train.precision import resolve_precision

@@ -134,7 +134,7 @@ def test_an_eval_out_file_is_checked_but_left_alone(
 
 @pytest.mark.parametrize("subset", ["balanced", "balanced:4", "sample:3", "covering", "balanced:4+flips"])
 def test_good_subsets_still_run(subset: str) -> None:
-    from harness_gym.analysis.sweep_spec import select_harnesses
+    from harness_gym.analysis.sweep.spec import select_harnesses
     from harness_gym.core.space import DEFAULT_SPACE
 
     points, *_ = select_harnesses(DEFAULT_SPACE, subset)

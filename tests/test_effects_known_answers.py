@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from harness_gym.analysis.effects import cluster_t, factor_effects, holm
-from harness_gym.analysis.sweep_spec import SweepError, SweepSpec
+from harness_gym.analysis.sweep.spec import SweepError, SweepSpec
 from harness_gym.core.designs import clear_design, interaction_aliasing, orthogonal_array
 from harness_gym.core.space import HarnessSpace
 

@@ -343,7 +343,7 @@ def test_lm_cells_on_ray_give_the_rows_of_a_local_run_and_resume(
 
 
 def test_lm_batches_keep_streams_full_and_cover_every_cell_once() -> None:
-    from harness_gym.analysis.sweep_executors import lm_batches
+    from harness_gym.analysis.sweep.executors import lm_batches
 
     cells = list(range(100))
     for workers, in_flight in [(1, 8), (2, 3), (8, 8), (2, 50)]:

@@ -400,7 +400,7 @@ def test_package_exports_the_preset_table() -> None:
 
 def test_a_preset_sweep_runs_each_task_only_under_the_presets_registered_with_it() -> None:
     import harness_gym.envs.terminal as terminal
-    from harness_gym.analysis.sweep_spec import SweepSpec
+    from harness_gym.analysis.sweep.spec import SweepSpec
 
     terminal.register()
     spec = SweepSpec.build("oracle", ["ClickButton", "TermGitCommit"], space="presets", seeds=1)

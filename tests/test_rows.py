@@ -17,7 +17,7 @@ pytest.importorskip("pyarrow")
 import numpy as np  # noqa: E402
 
 from harness_gym.analysis.sweep import SweepSpec, load_rows, run_sweep  # noqa: E402
-from harness_gym.analysis.sweep_store import ROWS_JSONL, ROWS_PARQUET, RowWriter, read_finished  # noqa: E402
+from harness_gym.analysis.sweep.store import ROWS_JSONL, ROWS_PARQUET, RowWriter, read_finished  # noqa: E402
 from harness_gym.core.space import HarnessSpace  # noqa: E402
 from harness_gym.rows import (  # noqa: E402
     Column,

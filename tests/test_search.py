@@ -16,9 +16,9 @@ import gymnasium as gym
 import pytest
 
 from harness_gym.analysis.search import SearchError, SearchSpec, run_search, search
-from harness_gym.analysis.search_spec import rung_seed_counts
-from harness_gym.analysis.search_stats import paired_difference, score
-from harness_gym.analysis.sweep_spec import SweepError
+from harness_gym.analysis.search.spec import rung_seed_counts
+from harness_gym.analysis.search.stats import paired_difference, score
+from harness_gym.analysis.sweep.spec import SweepError
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import PRESETS

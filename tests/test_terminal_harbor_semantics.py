@@ -293,7 +293,7 @@ def test_a_folder_of_tasks_is_a_sweep_task_list_and_workers_find_its_ids(monkeyp
     import subprocess
     import sys
 
-    from harness_gym.analysis.sweep_spec import SweepError, resolve_tasks
+    from harness_gym.analysis.sweep.spec import SweepError, resolve_tasks
     from harness_gym.core.registry import FAMILY_TASKS
     from harness_gym.envs.terminal.harbor import HARBOR_DIRS_VARIABLE
 
