@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 from harness_gym.core import plugins
@@ -144,6 +145,24 @@ def test_family_seam_errors_are_clear() -> None:
     with pytest.raises(TypeError, match="must be a Harness or a Preset"):
         register_family([], "x:y", family="h29d_type", presets={"Odd": 3})  # type: ignore[dict-item]
     assert "Json" in PRESETS and "Json" not in FAMILY_PRESETS.get("h29d_clash", {})
+    with pytest.raises(ValueError, match="needs family="):
+        register_family([], "x:y", also=("web",))
+
+
+def test_a_family_takes_another_familys_presets_through_register_family() -> None:
+    """``also=`` is the one seam: the browser family takes the web family's presets through it,
+    and a family registered outside the package does the same."""
+    from harness_gym.core.presets import FAMILY_ALSO, PRESET_INFO, preset_for_family
+
+    web_only = next(name for name, info in PRESET_INFO.items() if info.family == "web")
+    assert FAMILY_ALSO["browser"] == ("web",) and preset_for_family(web_only, "browser")
+    assert not preset_for_family(web_only, "h44_pages")
+    from harness_gym.envs.web.tasks import ClickButton
+
+    page = {"H44Page": f"{ClickButton.__module__}:ClickButton"}  # a real, importable page task
+    register_family(page, add_to_task_registry=False, family="h44_pages", also=("web",))
+    assert preset_for_family(web_only, "h44_pages")
+    assert f"harness_gym/H44Page-{web_only}-v0" in gym.registry
 
 
 def test_the_family_is_declared_not_inferred_from_the_module() -> None:

@@ -392,8 +392,9 @@ def task_family(task: type) -> str | None:
     return parts[2] if parts[:2] == ["harness_gym", "envs"] and len(parts) > 2 else None
 
 
-#: Families whose tasks also take another family's presets (real-browser tasks are web pages).
-FAMILY_ALSO: dict[str, tuple[str, ...]] = {"browser": ("web",)}
+#: Families whose tasks also take other families' presets (real-browser tasks are web pages),
+#: as each family says with ``register_family(also=...)``.
+FAMILY_ALSO: dict[str, tuple[str, ...]] = {}
 
 _binds: dict[tuple[str, Harness, tuple, tuple], bool] = {}
 

@@ -23,6 +23,7 @@ from harness_gym.core.harness import Harness, register_family_options
 from harness_gym.core.plugins import PluginError, failures_note, load_plugins, set_loader
 from harness_gym.core.presets import (
     DEPRECATED_PRESETS,
+    FAMILY_ALSO,
     PRESETS,
     Preset,
     add_family_presets,
@@ -149,6 +150,7 @@ def register_family(
     | Callable[[], Mapping[str, Harness | Preset | Mapping[str, Any]]]
     | None = None,
     options: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+    also: Sequence[str] = (),
 ) -> list[str]:
     """Register a task family: its Gymnasium ids, its own presets and its own factors.
 
@@ -170,6 +172,8 @@ def register_family(
             as ``harness=`` names in the family's envs and show in ``harness-gym list presets``.
         options: the normalizer of the family's ``family_options: {family: {...}}`` (options
             -> normalized options; raises HarnessSpecError on a bad one).
+        also: other families whose presets this family's tasks take too (the real-browser
+            family takes the web family's: its tasks are web pages).
 
     A family outside the package registers itself from a ``harness_gym.families`` entry point
     (a callable run at ``import harness_gym``), so adding one edits no file of the package.
@@ -182,8 +186,12 @@ def register_family(
     elif family is None:
         declared = {task_family(t) for t in tasks}
         family = declared.pop() if len(declared) == 1 else None
-    if (presets or options) and family is None:
-        raise ValueError("register_family(presets=, options=) needs family= (or tasks declaring one family)")
+    if (presets or options or also) and family is None:
+        raise ValueError(
+            "register_family(presets=, options=, also=) needs family= (or tasks declaring one family)"
+        )
+    if also:
+        FAMILY_ALSO[family] = tuple(also)  # type: ignore[index]
     if options is not None:
         register_family_options(family, options)  # type: ignore[arg-type]
     if callable(presets):

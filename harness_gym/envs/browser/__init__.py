@@ -35,8 +35,10 @@ def register(add_to_task_registry: bool = True) -> list[str]:
     if add_to_task_registry:
         from harness_gym.envs.browser.tasks import BROWSER_TASKS
 
-        return register_family(BROWSER_TASKS, ENTRY_POINT, add_to_task_registry)
-    return register_family(TASK_CLASSES, ENTRY_POINT, add_to_task_registry=False, family="browser")
+        return register_family(BROWSER_TASKS, ENTRY_POINT, add_to_task_registry, also=("web",))
+    return register_family(
+        TASK_CLASSES, ENTRY_POINT, add_to_task_registry=False, family="browser", also=("web",)
+    )
 
 
 def is_browser_task(task_id: str) -> bool:
