@@ -29,6 +29,13 @@ CITIES = (
     "Kyoto Lima Madrid Nairobi Oslo Prague Quito Rome Seoul Toronto Utrecht Vienna"
 ).split()
 
+#: The tables tasks draw capitalized words from, built once (a build used to rebuild them).
+CAPITALIZED = tuple(word.capitalize() for word in WORDS)
+#: Cities and capitalized words, sorted, each once (UseAutocomplete's source).
+PLACES_AND_WORDS = tuple(sorted(set(CITIES) | set(CAPITALIZED)))
+#: Capitalized words, then first names (NavigateTree's folder and file names).
+TREE_NAMES = CAPITALIZED + tuple(FIRST_NAMES)
+
 
 def pick(rng: np.random.Generator, items: tuple[str, ...] | list[str], k: int) -> list[str]:
     """``k`` distinct items, in a random order."""

@@ -9,7 +9,7 @@ import numpy as np
 from harness_gym.core.task import Action
 from harness_gym.envs.web.base import WebTask
 from harness_gym.envs.web.page import Element
-from harness_gym.envs.web.words import CITIES, WORDS, one, pick
+from harness_gym.envs.web.words import CAPITALIZED, CITIES, WORDS, one, pick
 
 
 class ChooseList(WebTask):
@@ -18,7 +18,7 @@ class ChooseList(WebTask):
     max_steps = 4
 
     def build(self, rng: np.random.Generator) -> None:
-        pool = list(CITIES) if rng.random() < 0.5 else [w.capitalize() for w in WORDS]
+        pool = CITIES if rng.random() < 0.5 else CAPITALIZED
         options = pick(rng, pool, int(rng.integers(3, 9)))
         self.target = one(rng, options)
         self.title = "List"

@@ -9,7 +9,7 @@ import numpy as np
 from harness_gym.core.task import Action
 from harness_gym.envs.web.base import WebTask
 from harness_gym.envs.web.page import Element
-from harness_gym.envs.web.words import WORDS, one, pick
+from harness_gym.envs.web.words import CAPITALIZED, WORDS, one, pick
 
 
 class ClickButton(WebTask):
@@ -18,7 +18,7 @@ class ClickButton(WebTask):
     max_steps = 3
 
     def build(self, rng: np.random.Generator) -> None:
-        labels = pick(rng, [w.capitalize() for w in WORDS], int(rng.integers(3, 7)))
+        labels = pick(rng, CAPITALIZED, int(rng.integers(3, 7)))
         self.target = one(rng, labels)
         self.title = "Buttons"
         self.instruction = f'Click on the "{self.target}" button.'

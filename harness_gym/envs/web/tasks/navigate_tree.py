@@ -9,7 +9,7 @@ import numpy as np
 from harness_gym.core.task import Action
 from harness_gym.envs.web.base import WebTask
 from harness_gym.envs.web.page import Element
-from harness_gym.envs.web.words import FIRST_NAMES, WORDS
+from harness_gym.envs.web.words import TREE_NAMES
 
 
 class NavigateTree(WebTask):
@@ -18,7 +18,7 @@ class NavigateTree(WebTask):
     max_steps = 8
 
     def build(self, rng: np.random.Generator) -> None:
-        pool = [w.capitalize() for w in WORDS] + list(FIRST_NAMES)
+        pool = TREE_NAMES
         names = [pool[int(i)] for i in rng.permutation(len(pool))]
         self.parents: dict[int, Element | None] = {}
         self.title = "File tree"

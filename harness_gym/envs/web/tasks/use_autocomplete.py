@@ -9,7 +9,7 @@ import numpy as np
 from harness_gym.core.task import Action
 from harness_gym.envs.web.base import WebTask
 from harness_gym.envs.web.page import Element
-from harness_gym.envs.web.words import CITIES, WORDS, pick
+from harness_gym.envs.web.words import PLACES_AND_WORDS, pick
 
 
 class UseAutocomplete(WebTask):
@@ -19,7 +19,7 @@ class UseAutocomplete(WebTask):
     legal_keys = ("Enter",)
 
     def build(self, rng: np.random.Generator) -> None:
-        source = sorted(set(CITIES) | {w.capitalize() for w in WORDS})
+        source = PLACES_AND_WORDS
         self.target = source[int(rng.integers(len(source)))]
         rest = [w for w in source if w != self.target]
         kin = [w for w in rest if w[0] == self.target[0]]
