@@ -1,15 +1,18 @@
 """Step throughput: the bare task, HarnessEnv under every preset, and CartPole-v1, side by side.
 
-    .venv/bin/python benchmarks/step_throughput.py [--task EnterText] [--steps 5000] [--rounds 5]
-        [--presets Json BundleXml ...] [--quick] [--against /path/to/other/checkout]
+    .venv/bin/python benchmarks/step_throughput.py [--tasks all | --task EnterText] [--steps 2000]
+        [--rounds 3] [--presets Json BundleXml ...] [--quick] [--clock cpu]
+        [--against /path/to/other/checkout]
 
 All envs run in the same process, interleaved round by round, so machine noise hits them
 alike; the figure that matters is the ratio of step times, not the absolute rate. The agent
 picks a random legal action (pre-drawn indices), and resets count toward the time as they
 would in training. Targets: HarnessEnv under the Json preset within 5x CartPole-v1's step
-time, and under every preset within 10x.
+time, and under every preset within 10x; with ``--tasks all`` (the default: every web task,
+each with episodes of the length a random policy plays, resets included) they are judged on
+the mean over tasks and on the worst task.
 
-``--quick`` times 1,000 steps in 3 rounds. ``--against DIR`` compares two versions of the
+``--quick`` times 500 steps in 2 rounds. ``--against DIR`` compares two versions of the
 package on a loaded machine: each round runs once in a child process importing
 ``harness_gym`` from ``DIR`` and once from this checkout, alternating, and both columns of
 ratios are printed side by side.
@@ -133,12 +136,60 @@ def verdicts(ratio: dict[str, float]) -> list[str]:
     ]
 
 
+def web_tasks() -> list[str]:
+    from harness_gym.core.registry import family_of
+
+    return sorted(t for t in harness_gym.TASKS if family_of(t) == "web")
+
+
+def every_task(args: argparse.Namespace) -> None:
+    """One table row per task (bare task, Json, slowest preset, as multiples of CartPole-v1's
+    step time, medians over rounds), then the mean and the worst task against the targets."""
+    rows = {}
+    for task in args.tasks:
+        args.task = task
+        median = {name: statistics.median(v) for name, v in measure(args).items()}
+        ref = median.pop("CartPole-v1")
+        envs = {n: t / ref for n, t in median.items() if n.startswith("HarnessEnv ")}
+        worst = max(envs, key=envs.__getitem__)
+        rows[task] = (median[f"bare task {task}"] / ref, envs["HarnessEnv Json"], worst[11:], envs[worst])
+        print(
+            f"  {task:<18} bare {rows[task][0]:6.2f}x  Json {rows[task][1]:6.2f}x  "
+            f"slowest {rows[task][2]} {rows[task][3]:.2f}x",
+            flush=True,
+        )
+    print(f"\n{'task':<18}{'bare task':>11}{'Json':>9}{'slowest preset':>28}   (x CartPole-v1 step time)")
+    for task, (bare, js, name, slow) in rows.items():
+        print(f"{task:<18}{bare:>10.2f}x{js:>8.2f}x{name:>20} {slow:>6.2f}x")
+    cols = list(zip(*rows.values(), strict=True))
+    mean_json, mean_slow = statistics.mean(cols[1]), statistics.mean(cols[3])
+    worst_json = max(rows, key=lambda t: rows[t][1])
+    worst_slow = max(rows, key=lambda t: rows[t][3])
+    print(f"{'mean':<18}{statistics.mean(cols[0]):>10.2f}x{mean_json:>8.2f}x{'':>20} {mean_slow:>6.2f}x")
+
+    def verdict(x: float, bound: float) -> str:
+        return f"{'meets' if x <= bound else 'misses'} the {bound:g}x target"
+
+    print(
+        f"\nJson: mean {mean_json:.2f}x ({verdict(mean_json, 5)}), worst {worst_json} "
+        f"{rows[worst_json][1]:.2f}x ({verdict(rows[worst_json][1], 5)}); within 5x on "
+        f"{sum(r[1] <= 5 for r in rows.values())} of {len(rows)} tasks",
+        f"every preset: mean of the slowest {mean_slow:.2f}x ({verdict(mean_slow, 10)}), worst "
+        f"{worst_slow} {rows[worst_slow][2]} {rows[worst_slow][3]:.2f}x ({verdict(rows[worst_slow][3], 10)})",
+        "the bare task alone (no harness): "
+        + ", ".join(f"{t} {r[0]:.1f}x" for t, r in rows.items() if r[0] > 5)
+        + " already exceed 5x",
+        sep="\n",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="EnterText")
-    parser.add_argument("--steps", type=int, default=5000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="1,000 steps in 3 rounds")
+    parser.add_argument("--task", help="one task, with every runner's figures (and --against)")
+    parser.add_argument("--tasks", nargs="+", default=["all"], help="tasks for the all-task table")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="500 steps in 2 rounds")
     parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="wall or process CPU time")
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets to time (default: all)")
     parser.add_argument("--against", type=Path, help="another checkout's root, timed alternately")
@@ -146,7 +197,7 @@ def main() -> None:
     parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.rounds = 1000, 3
+        args.steps, args.rounds = 500, 2
     global clock
     clock = CLOCKS[args.clock]
     unknown = [p for p in args.presets if p not in PRESETS]
@@ -155,6 +206,16 @@ def main() -> None:
     if args.emit_json:
         print(json.dumps(measure(args)))
         return
+    if args.task is None and args.against is None:
+        args.tasks = web_tasks() if args.tasks == ["all"] else args.tasks
+        unknown_tasks = [t for t in args.tasks if t not in harness_gym.TASKS]
+        if unknown_tasks:
+            parser.error(f"unknown task(s) {unknown_tasks}; choose from {web_tasks()}")
+        runs = f"steps/round={args.steps} rounds={args.rounds} clock={args.clock}"
+        print(f"every task: {runs} presets={len(args.presets)}")
+        every_task(args)
+        return
+    args.task = args.task or "EnterText"
     header = (
         f"task={args.task} steps/round={args.steps} rounds={args.rounds} clock={args.clock} "
         "(median per-step time)"
