@@ -107,13 +107,18 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         self._done = True
         self._mcp: tuple[str, Any] | None = None
 
-    def _harness(self, spec: Any) -> Harness:
-        from harness_gym.core.presets import PRESETS, resolve_harness
+    def _harness(self, spec: Any, task: str) -> Harness:
+        """The harness ``spec`` names for ``task``: a preset (the task family's own presets,
+        such as the terminal's ``MiniSweAgentStyle``, included), a spec object or an id."""
+        from harness_gym.core.presets import FAMILY_PRESETS, PRESETS, resolve_harness
+        from harness_gym.core.registry import family_of
 
+        family = family_of(task) if task else None
         if isinstance(spec, str) and not spec.endswith((".yaml", ".yml")):
             if spec in self._known:
                 return self._known[spec]
-            by_id = {h.id: h for h in PRESETS.values()}
+            own = FAMILY_PRESETS.get(family or "", {})
+            by_id = {h.id: h for h in PRESETS.values()} | {p.harness.id: p.harness for p in own.values()}
             if spec in by_id:
                 return by_id[spec]
         if isinstance(spec, str) and spec.endswith((".yaml", ".yml")):
@@ -122,7 +127,7 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             raise ValueError(
                 f"harness must be a preset name, a spec object or an id, got {type(spec).__name__}"
             )
-        return resolve_harness(spec)
+        return resolve_harness(spec, family=family)
 
     def reset(
         self,
@@ -139,7 +144,7 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         task = task or self.default_task
         if self.tasks is not None and task not in self.tasks:
             raise ValueError(f"task {task!r} is not served here; served: {', '.join(self.tasks)}")
-        chosen = self._harness(harness if harness is not None else self.default_harness)
+        chosen = self._harness(harness if harness is not None else self.default_harness, task)
         env = self._env_for(task, chosen)
         observation, info = env.reset(seed=seed)
         self._done = False
@@ -205,7 +210,8 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         from fastmcp import FastMCP
         from fastmcp.tools import FunctionTool
 
-        env = self.env or self._env_for(self.default_task, self._harness(self.default_harness))
+        default = self._harness(self.default_harness, self.default_task)
+        env = self.env or self._env_for(self.default_task, default)
         key = f"{self._task}:{env.harness.id}"
         if self._mcp is None or self._mcp[0] != key:
             server = FastMCP(ENV_NAME)
