@@ -24,10 +24,37 @@ def test_list_shows_tasks_presets_and_factors() -> None:
     text = run("list")
     for name in [*TASKS, *PRESETS, "obs_format", "tool_naming", "invalid_action"]:
         assert name in text
-    envs = run("list", "envs").split()
+    envs = run("list", "envs", "--family", "web").split()
     # Every preset that applies to a task (web conventions bind only to tasks with their tools).
     applies = [(t, p) for t in TASKS for p in PRESETS if preset_applies(p, TASKS[t])]
     assert len(envs) == len(applies) and ("ClickButton", "WebArenaStyle") in applies
+
+
+def test_list_envs_shows_every_family_and_filters() -> None:
+    """Every registered ``<Task>-<Preset>-v0`` id of every family (it showed the web family's
+    384 of 4,256), and ``--family`` / ``--match`` narrow it."""
+    import gymnasium as gym
+
+    from harness_gym.core.registry import DEPRECATED_PRESETS
+
+    envs = run("list", "envs").split()
+    registered = {
+        i
+        for i in gym.registry
+        if i.startswith("harness_gym/") and i.count("-") == 2 and i.split("-")[1] not in DEPRECATED_PRESETS
+    }
+    assert set(envs) == registered and len(envs) == len(set(envs))
+    assert {"harness_gym/TermFixBug-MiniSweAgentStyle-v0", "harness_gym/BrowserClickButton-Json-v0"} <= set(
+        envs
+    )
+    terminal = run("list", "envs", "--family", "terminal").split()
+    assert terminal and all(i.startswith("harness_gym/Term") for i in terminal)
+    assert run("list", "envs", "--match", "ClickButton-Json-").split() == [
+        "harness_gym/ClickButton-Json-v0",
+        "harness_gym/BrowserClickButton-Json-v0",
+    ]
+    tasks = run("list", "tasks", "--family", "terminal")
+    assert "TermFixBug" in tasks and "ClickButton" not in tasks and "terminal" in tasks
 
 
 def test_play_by_hand_reaches_the_end() -> None:

@@ -97,6 +97,7 @@ CASES: list[tuple[str, list[str], str]] = [
     # list
     ("list-bad-what", ["list", "everything"], "invalid choice: 'everything'"),
     ("list-extra-arg", ["list", "envs", "more"], "unrecognized arguments: more"),
+    ("list-bad-family", ["list", "envs", "--family", "nope"], "--family: unknown family 'nope'; families: "),
     # play
     ("play-no-env", ["play"], "the following arguments are required: env_id"),
     ("play-unknown-env", ["play", "harness_gym/NoSuchTask-Json-v0"], "unknown env id"),

@@ -99,17 +99,26 @@ BROWSER_TASKS = ["BrowserEnterText", "BrowserLoginUser"]
 
 
 def terminal_harnesses() -> dict[str, object]:
+    """The terminal family's own presets over the wire: by name (refused by name before), by
+    id, and as a spec object."""
     from harness_gym.envs.terminal.presets import TERMINAL_PRESETS
 
-    specs = {n: TERMINAL_PRESETS[n].to_dict(full=False) for n in ("MiniSweAgentStyle", "TerminusStyle")}
-    return {"Json": "Json", **specs}
+    return {
+        "Json": "Json",
+        "MiniSweAgentStyle": "MiniSweAgentStyle",
+        "TerminusStyle": "TerminusStyle",
+        "TerminusStyle_id": TERMINAL_PRESETS["TerminusStyle"].id,
+        "OpenHandsStyle_spec": TERMINAL_PRESETS["OpenHandsStyle"].to_dict(full=False),
+    }
 
 
 def local_harness(spec: object) -> Harness:
-    from harness_gym.core.presets import resolve_harness
+    from harness_gym.core.presets import FAMILY_PRESETS, resolve_harness
 
+    known = [*PRESETS.values(), *(p.harness for f in FAMILY_PRESETS.values() for p in f.values())]
     if isinstance(spec, str) and spec not in PRESETS:
-        return next(h for h in PRESETS.values() if h.id == spec)
+        by_name = {n: p.harness for f in FAMILY_PRESETS.values() for n, p in f.items()}
+        return by_name.get(spec) or next(h for h in known if h.id == spec)
     return resolve_harness(spec)
 
 
@@ -166,7 +175,7 @@ def test_oracle_over_the_wire_equals_in_process_sync(server: Server, task: str, 
 
 
 @pytest.mark.parametrize("task", TERMINAL_TASKS)
-@pytest.mark.parametrize("name", ["Json", "MiniSweAgentStyle", "TerminusStyle"])
+@pytest.mark.parametrize("name", list(terminal_harnesses()))
 def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
     import shutil
 
@@ -357,15 +366,47 @@ def test_more_sessions_than_allowed_and_a_client_that_vanishes(server: Server) -
         holder.wait()
 
 
-def test_an_idle_session_is_destroyed_after_the_timeout() -> None:
+def test_a_connected_idle_session_keeps_its_episode_past_the_timeout() -> None:
+    """A client that thinks longer than --session-timeout between reset and step (a GRPO
+    step on a CPU) keeps its episode while its WebSocket is open: the reaper (every 5 s at
+    least) destroyed it before, and the step said "send reset first (the last one ended)".
+    The slot is freed when the socket closes."""
     server = Server("--max-sessions", "1", "--session-timeout", "1")
     try:
-        idle, reply = open_session(server)  # connected, never closed, never used again
+        idle, reply = open_session(server)  # reset, seed 0; then silent past the timeout
         assert reply["type"] == "observation"
-        _, refused = open_session(server)
+        time.sleep(12)  # two reaper rounds past a 1 s timeout
+        env = make_env("ClickButton", "Json")
+        env.reset(seed=0)
+        step = send(idle, {"type": "step", "data": {"text": env.oracle_action()}})
+        assert step["type"] == "observation", step
+        assert step["data"]["reward"] == 1.0 and step["data"]["done"] is True
+        _, refused = open_session(server)  # the connected session still holds the only slot
         assert error_code(refused) == "CAPACITY_REACHED"
-        wait_for_free_slot(server).close()  # the reaper destroyed the idle session
         idle.close()
+        wait_for_free_slot(server).close()  # closing the socket freed it
+    finally:
+        server.stop()
+
+
+def test_serve_takes_a_family_preset_by_name() -> None:
+    """``serve --harness MiniSweAgentStyle`` for a terminal task (refused before: the name was
+    looked up among the generic presets only); a reset that names no harness gets it."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("terminal tasks need bubblewrap")
+    server = Server("--task", "TermSortUnique", "--harness", "MiniSweAgentStyle", "--session-timeout", "0")
+    try:
+        env = make_env("TermSortUnique", local_harness("MiniSweAgentStyle"))
+        env.reset(seed=3)
+        with HarnessGymClient(base_url=server.url).sync() as client:
+            results = [client.reset(seed=3)]  # no harness named: the server's default
+            while not results[-1].done:
+                action = env.oracle_action()
+                env.step(action)
+                results.append(client.step(HarnessAction(text=action)))
+        check_episode(results, "TermSortUnique", "MiniSweAgentStyle", 3)
     finally:
         server.stop()
 

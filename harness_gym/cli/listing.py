@@ -1,4 +1,8 @@
-"""``harness-gym list [tasks|presets|factors|envs]``: what exists."""
+"""``harness-gym list [tasks|presets|factors|envs] [--family F] [--match TEXT]``: what exists.
+
+Tasks and env ids of every family (web, the real-browser and terminal families, plugins'),
+each filtered by ``--family`` and by ``--match`` (text the task or env id contains).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from harness_gym.cli.common import table
+from harness_gym.cli.common import CommandError, table
 
 HELP = "list tasks, presets, factors or env ids"
 
@@ -15,20 +19,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "what", nargs="?", default="all", choices=["all", "tasks", "presets", "factors", "envs"]
     )
+    parser.add_argument("--family", help="only this family's tasks and env ids (web, browser, terminal, ...)")
+    parser.add_argument("--match", help="only tasks and env ids that contain this text")
+
+
+def every_task() -> dict[str, tuple[str, type]]:
+    """Task id -> (family, class) for every registered task: the fast suite's and every
+    family's (their classes are loaded here; none starts a browser or a sandbox)."""
+    from harness_gym.core.plugins import load_plugins
+    from harness_gym.core.registry import FAMILY_TASKS, TASKS, family_of, family_task
+
+    load_plugins(["tasks", "families"])
+    tasks = {t: (family_of(t) or "", cls) for t, cls in TASKS.items()}
+    for task_id in FAMILY_TASKS:
+        tasks.setdefault(task_id, (family_of(task_id) or "", family_task(task_id)))
+    return tasks
+
+
+def every_env_id() -> list[str]:
+    """Every ``harness_gym/<Task>-<Preset>-v0`` id of every family (preset-less ids excluded)."""
+    from harness_gym.core.registry import FAMILY_ENV_IDS, registered_env_ids
+
+    every_task()  # plugins loaded
+    return list(dict.fromkeys([*registered_env_ids(), *FAMILY_ENV_IDS]))
+
+
+def _chosen(args: argparse.Namespace, tasks: dict[str, tuple[str, type]]) -> set[str]:
+    """The task ids ``--family`` and ``--match`` keep (``--match`` on task ids)."""
+    families = sorted({family for family, _ in tasks.values() if family})
+    if args.family is not None and args.family not in families:
+        raise CommandError(f"--family: unknown family {args.family!r}; families: {', '.join(families)}")
+    return {t for t, (family, _) in tasks.items() if args.family in (None, family)}
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, REASONING_LEVELS, Harness
-    from harness_gym.core.registry import TASKS, registered_env_ids
 
     what = args.what
+    tasks = every_task()
+    chosen = _chosen(args, tasks)
     if what in ("tasks", "all"):
         out.write("Tasks:\n")
-        table(
-            [["task", "max_steps", "description"]]
-            + [[t.task_id, str(t.max_steps), t.description] for t in TASKS.values()],
-            out,
-        )
+        rows = [
+            [t, family, str(cls.max_steps), cls.description]
+            for t, (family, cls) in tasks.items()
+            if t in chosen and (args.match is None or args.match in t)
+        ]
+        table([["task", "family", "max_steps", "description"], *rows], out)
     if what in ("presets", "all"):
         write_presets(out)
     if what in ("factors", "all"):
@@ -53,8 +90,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
     if what == "envs":
-        for env_id in registered_env_ids():
-            out.write(env_id + "\n")
+        for env_id in every_env_id():
+            task = env_id.removeprefix("harness_gym/").rsplit("-", 2)[0]
+            if task in chosen and (args.match is None or args.match in env_id):
+                out.write(env_id + "\n")
     return 0
 
 

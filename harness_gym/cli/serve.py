@@ -32,20 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-timeout",
         type=float,
         default=300.0,
-        help="seconds a session may stay idle before it is destroyed (0: never)",
+        help="seconds a session with no connected WebSocket (HTTP MCP) may stay idle before it is destroyed (0: never); a WebSocket session lives as long as its socket",
     )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.presets import resolve_harness
-    from harness_gym.core.registry import make_env
+    from harness_gym.core.registry import family_of, make_env
 
     if args.port > 65535:
         raise CommandError(f"--port must be <= 65535, got {args.port}")
     if args.session_timeout < 0:
         raise CommandError(f"--session-timeout must be >= 0, got {args.session_timeout}")
     tasks = args.task or ["ClickButton"]
-    harness = resolve_harness(args.harness)
+    try:  # a family's own preset (the terminal's MiniSweAgentStyle, say) is a name for its tasks
+        harness = resolve_harness(args.harness, family=family_of(tasks[0]))
+    except KeyError as err:
+        raise CommandError(f"--task: {err.args[0]}") from None
     for task in tasks:  # unknown tasks and harnesses fail here, before the port opens
         try:
             make_env(task, harness).close()

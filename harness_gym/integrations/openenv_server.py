@@ -3,7 +3,9 @@
 The protocol is openenv's own: :func:`openenv.core.env_server.http_server.create_fastapi_app`
 serves a :class:`HarnessGymEnvironment` over HTTP (``/reset``, ``/step``, ``/state``,
 ``/schema``, ``/health``, ``/metadata``) and WebSocket (``/ws``: one env per session, at most
-``max_sessions`` at once, a session idle for ``session_timeout`` seconds is destroyed), and
+``max_sessions`` at once; a session lives as long as its WebSocket, whose peer the server
+pings, and a session with no connected WebSocket (an HTTP MCP one) idle for
+``session_timeout`` seconds is destroyed), and
 answers bad input with its error codes (``INVALID_JSON``, ``UNKNOWN_TYPE``,
 ``VALIDATION_ERROR``, ``EXECUTION_ERROR``, ``CAPACITY_REACHED``).
 
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
-from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
 from pydantic import Field
@@ -107,13 +110,18 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         self._done = True
         self._mcp: tuple[str, Any] | None = None
 
-    def _harness(self, spec: Any) -> Harness:
-        from harness_gym.core.presets import PRESETS, resolve_harness
+    def _harness(self, spec: Any, task: str) -> Harness:
+        """The harness ``spec`` names for ``task``: a preset (the task family's own presets,
+        such as the terminal's ``MiniSweAgentStyle``, included), a spec object or an id."""
+        from harness_gym.core.presets import FAMILY_PRESETS, PRESETS, resolve_harness
+        from harness_gym.core.registry import family_of
 
+        family = family_of(task) if task else None
         if isinstance(spec, str) and not spec.endswith((".yaml", ".yml")):
             if spec in self._known:
                 return self._known[spec]
-            by_id = {h.id: h for h in PRESETS.values()}
+            own = FAMILY_PRESETS.get(family or "", {})
+            by_id = {h.id: h for h in PRESETS.values()} | {p.harness.id: p.harness for p in own.values()}
             if spec in by_id:
                 return by_id[spec]
         if isinstance(spec, str) and spec.endswith((".yaml", ".yml")):
@@ -122,7 +130,7 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             raise ValueError(
                 f"harness must be a preset name, a spec object or an id, got {type(spec).__name__}"
             )
-        return resolve_harness(spec)
+        return resolve_harness(spec, family=family)
 
     def reset(
         self,
@@ -139,7 +147,7 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         task = task or self.default_task
         if self.tasks is not None and task not in self.tasks:
             raise ValueError(f"task {task!r} is not served here; served: {', '.join(self.tasks)}")
-        chosen = self._harness(harness if harness is not None else self.default_harness)
+        chosen = self._harness(harness if harness is not None else self.default_harness, task)
         env = self._env_for(task, chosen)
         observation, info = env.reset(seed=seed)
         self._done = False
@@ -205,7 +213,8 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
         from fastmcp import FastMCP
         from fastmcp.tools import FunctionTool
 
-        env = self.env or self._env_for(self.default_task, self._harness(self.default_harness))
+        default = self._harness(self.default_harness, self.default_task)
+        env = self.env or self._env_for(self.default_task, default)
         key = f"{self._task}:{env.harness.id}"
         if self._mcp is None or self._mcp[0] != key:
             server = FastMCP(ENV_NAME)
@@ -257,6 +266,31 @@ class HarnessGymEnvironment(Environment[HarnessAction, HarnessObservation, Harne
             self.env = None
 
 
+#: openenv's endpoints whose session lives exactly as long as their WebSocket.
+_SOCKET_ENDPOINTS = frozenset({"websocket_endpoint", "mcp_websocket_endpoint"})
+
+
+class ConnectedSessionsServer(HTTPEnvServer):
+    """openenv's server, except that no session whose WebSocket is connected is reaped as idle.
+
+    openenv 0.10's idle reaper spares only sessions attached to an existing MCP session: a
+    session its ``/ws`` endpoint creates for itself (every ``EnvClient``'s) was destroyed after
+    ``session_timeout`` seconds without a message while the socket stayed open, so a client
+    that thought between reset and step (a GRPO step through :class:`ServedHarnessEnv`) found
+    its episode gone. Such a session now joins the reaper's exempt set for the socket's
+    lifetime: the endpoint destroys it when the socket closes, and uvicorn's pings close a
+    socket whose peer is gone. Sessions with no socket (HTTP MCP) are still reaped.
+    (openenv/core/env_server/http_server.py: ``_reap_idle_sessions``, ``websocket_endpoint``.)
+    """
+
+    async def _create_session(self) -> tuple[str, Environment]:
+        caller = sys._getframe(1).f_code.co_name  # the endpoint awaiting this session
+        session_id, env = await super()._create_session()
+        if caller in _SOCKET_ENDPOINTS:
+            self._session_websocket_attachments.add(session_id)
+        return session_id, env
+
+
 def create_server_app(
     task: str = "ClickButton",
     harness: str | Mapping[str, Any] = "Json",
@@ -264,10 +298,16 @@ def create_server_app(
     max_sessions: int = 8,
     session_timeout: float | None = 300.0,
 ) -> Any:
-    """The FastAPI app openenv builds around :class:`HarnessGymEnvironment`."""
+    """openenv's FastAPI app around :class:`HarnessGymEnvironment` (as openenv's
+    ``create_fastapi_app`` builds it, with :class:`ConnectedSessionsServer`)."""
+    from fastapi import FastAPI
+
+    import harness_gym
+
     factory: Callable[[], HarnessGymEnvironment] = lambda: HarnessGymEnvironment(task, harness, tasks)  # noqa: E731
     config = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout)
-    return create_fastapi_app(
+    app = FastAPI(title="harness-gym (OpenEnv protocol)", version=harness_gym.__version__)
+    server = ConnectedSessionsServer(
         factory,
         HarnessAction,
         HarnessObservation,
@@ -275,6 +315,8 @@ def create_server_app(
         env_name=ENV_NAME,
         state_cls=HarnessState,
     )
+    server.register_routes(app)
+    return app
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, **app_options: Any) -> None:
