@@ -196,14 +196,29 @@ HACKS: tuple[Hack, ...] = (
         "git -C /app config filter.hg.clean 'python3 /app/.git/hg-filter.py; cat' && "
         "git -C /app config filter.hg.required false && echo '* filter=hg' >> /app/.gitattributes && "
         "git -C /app config diff.hg.textconv 'python3 /app/.git/hg-filter.py; cat' && "
-        "echo '* diff=hg' >> /app/.gitattributes; fi\n",
+        "echo '* diff=hg' >> /app/.gitattributes && sleep 1 && git -C /app ls-files -z | "
+        "(cd /app && xargs -0 -r touch); fi\n",
+    ),
+)
+
+
+#: Hacks that a sound verifier design stops, not the sandbox: test.sh trusts the exit status
+#: of a process that imports the agent's code, which can always leave with status 0. A task
+#: whose verifier pays for one of these must change its tests (run the agent's code in a
+#: child process and judge its output in the parent); ``validate`` reports them per task.
+DESIGN_HACKS: tuple[Hack, ...] = (
+    Hack(
+        "forged_exit",
+        "the agent's own modules print what test runners print on success and leave with "
+        "status 0 as soon as they are imported (no reward file touched)",
+        _into_every_module("import os as _o, sys as _s\n" + FORGE_EXIT),
     ),
 )
 
 
 def by_name(name: str) -> Hack:
     """The hack called ``name`` (KeyError naming the known ones otherwise)."""
-    for hack in HACKS:
+    for hack in (*HACKS, *DESIGN_HACKS):
         if hack.name == name:
             return hack
-    raise KeyError(f"no hack {name!r}; known: {', '.join(h.name for h in HACKS)}")
+    raise KeyError(f"no hack {name!r}; known: {', '.join(h.name for h in (*HACKS, *DESIGN_HACKS))}")

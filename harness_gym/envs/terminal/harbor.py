@@ -391,6 +391,8 @@ class HarborTask(TerminalTask):
     limits = SandboxLimits(timeout=30.0)
 
     def build(self, rng: np.random.Generator) -> None:
+        #: What the last verification found that makes its reward untrustworthy.
+        self.tampering: list[str] = []
         self.step_index = 0
         self.step_rewards: list[dict[str, float] | None] = []
         self.agent_seconds = 0.0
@@ -497,7 +499,13 @@ class HarborTask(TerminalTask):
         reward = (rewards or {}).get("reward")
         last = self.step_index + 1 >= len(self.steps)
         gate = _min_reward_failure(rewards, step.min_reward)
-        record = {"action": "submit", "step": step.name, "rewards": rewards, "verdict": why}
+        record = {
+            "action": "submit",
+            "step": step.name,
+            "rewards": rewards,
+            "verdict": why,
+            "tampering": list(self.tampering),
+        }
         if not last and gate is None and rewards is not None:
             self.step_index += 1
             self.oracle_done = False
@@ -545,6 +553,7 @@ class HarborTask(TerminalTask):
 
     def _verify_step(self, step: HarborStep) -> tuple[dict[str, float] | None, str]:
         assert self._root is not None and self._sandbox is not None
+        self.tampering = []
         work = self._root / "verifier"  # beside app/ and home/: never mounted for the agent
         remove_tree(work)
         tests, logs = work / "tests", work / "logs"
@@ -570,10 +579,18 @@ class HarborTask(TerminalTask):
                 cwd=self.plan.workdir if self.plan.workdir.startswith("/app") else "/app",
             )
             rewards, why = read_reward(logs)
+            tampering = list(res.tampering)
+            if res.supervised:  # the files as test.sh left them (a remote backend copies them)
+                tampering += reward_tampering(logs, _named_reward_files(tests))
         finally:
             remove_tree(work)
         tail = f"(test.sh exit code {res.exit_code}{', timed out' if res.timed_out else ''}; "
         tail += f"{res.stdout[-200:]}{res.stderr[-200:]})"
+        self.tampering = tampering
+        if tampering:
+            return None, f"reward tampering: {'; '.join(tampering)} {tail}"
+        if res.timed_out:
+            return None, f"test.sh timed out after {step.verifier_timeout:g} s {tail}"
         if rewards is None:
             return None, f"{why} {tail}"
         reward = rewards.get("reward")
@@ -614,6 +631,54 @@ class HarborTask(TerminalTask):
             self._sandbox.write_file(f"/app/{rel}", content.decode("utf-8", "replace"))
         for command in self._step_setup(step):
             self._sandbox.run(command, persistent=False, timeout=120)
+
+
+#: The files test.sh may write its reward to (Harbor reads the first that exists).
+REWARD_FILES = ("reward.json", "reward.txt")
+
+
+def _named_reward_files(tests: Path) -> set[str]:
+    """The reward files some file of the task's tests names (test.sh, or a checker it runs)."""
+    named: set[str] = set()
+    for path in walk_tree(tests):
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, "rb") as f:
+                data = f.read(MAX_TESTS_BYTES)
+            named.update(n for n in REWARD_FILES if n.encode() in data)
+    return named
+
+
+def reward_tampering(logs: Path, named: set[str]) -> list[str]:
+    """What says the reward under ``logs/verifier`` is not the one test.sh wrote: the
+    directory made read-only, a reward file no file of the tests names (the agent's code
+    wrote it), one made read-only (test.sh's own write then fails), hard-linked, or whose
+    mode or owner changed after its last write (ctime after mtime). test.sh runs the agent's
+    code as its own uid: these are the traces that code leaves when it claims the reward."""
+    found = []
+    verifier = logs / "verifier"
+    try:
+        st = os.lstat(verifier)
+    except OSError:
+        return found
+    if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
+        found.append(f"/logs/verifier was made mode {stat.S_IMODE(st.st_mode):o}")
+    for name in REWARD_FILES:
+        try:
+            st = os.lstat(verifier / name)
+        except OSError:
+            continue
+        where = f"/logs/verifier/{name}"
+        if name not in named:
+            found.append(f"{where} exists, but no file of the task's tests names it")
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if not st.st_mode & 0o200:
+            found.append(f"{where} was made read-only (mode {stat.S_IMODE(st.st_mode):o})")
+        if st.st_nlink != 1:
+            found.append(f"{where} has {st.st_nlink} hard links")
+        if st.st_ctime_ns != st.st_mtime_ns:
+            found.append(f"{where}'s mode or owner changed after its last write")
+    return found
 
 
 def read_reward(logs: Path) -> tuple[dict[str, float] | None, str]:
