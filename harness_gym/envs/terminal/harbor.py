@@ -419,7 +419,11 @@ class HarborTask(TerminalTask):
 
         solution = root / "solution"
         solution.mkdir(exist_ok=True)
-        binds = ((solution, "/solution", False),)
+        # Harbor's containers have a writable /logs (a RUN or the agent may write there); the
+        # verifier never sees this one: it gets a fresh /logs of its own.
+        logs = root / "agent-logs"
+        (logs / "agent").mkdir(parents=True, exist_ok=True)
+        binds = ((solution, "/solution", False), (logs, "/logs", True))
         if not self.build_steps:
             return open_backend(self.backend, root, self.limits, env=self.image_env, binds=binds)
         built = type(self).build_rootfs()
@@ -832,6 +836,85 @@ def _timeout(value: Any, default: float, cap: float) -> float:
 
 
 def _read_steps(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
+    """The task's steps (one for a single-step task); :class:`UnsupportedHarborTask` for a
+    folder that lacks files, or whose test script installs packages when it runs."""
+    steps = _read_steps_unchecked(folder, config)
+    for step in steps:
+        for tests in step.tests:
+            script = tests / step.test_script
+            if script.is_file() and not script.is_symlink():
+                found = verify_time_install(_text(script))
+                if found is not None:
+                    raise UnsupportedHarborTask(
+                        f"{folder.name}: tests/{step.test_script} installs packages when it runs "
+                        f"({found}); verification here is offline, so it could never pass: install "
+                        "them in the Dockerfile instead",
+                        "verify-time-install",
+                    )
+    return steps
+
+
+#: Commands that fetch packages whatever their arguments (``uvx``, ``npx``, ...).
+FETCHING_TOOLS = frozenset({"uvx", "npx", "pipx", "bunx", "pnpx"})
+#: Package tools and the subcommands of theirs that fetch (``pip install``, ``uv run``, ...).
+INSTALLING_SUBCOMMANDS = {
+    "pip": {"install", "download"},
+    "pip3": {"install", "download"},
+    "uv": {"pip", "run", "sync", "add", "tool"},
+    "apt-get": {"install", "update"},
+    "apt": {"install", "update"},
+    "apk": {"add"},
+    "npm": {"install", "i", "ci"},
+    "yarn": {"add", "install"},
+    "pnpm": {"add", "install"},
+    "conda": {"install", "create"},
+    "mamba": {"install", "create"},
+    "poetry": {"install", "add"},
+    "gem": {"install"},
+    "cargo": {"install"},
+    "dnf": {"install"},
+    "yum": {"install"},
+}
+
+
+#: Words before a command that run it (``sudo pip install``, ``if uvx ...``).
+PREFIX_WORDS = frozenset({"sudo", "env", "exec", "command", "time", "if", "!", "while", "until"})
+
+
+def verify_time_install(script: str) -> str | None:
+    """The first command of a shell script that installs packages (``uvx pytest``,
+    ``pip install``, ``python3 -m pip install``, ``apt-get install``), shown with its line
+    number; ``None`` when there is none. A plain word scan: comments and quoted text that
+    only mention a tool are skipped, a command hidden in a variable is not found."""
+    for number, line in enumerate(script.splitlines(), 1):
+        code = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+        for part in re.split(r"&&|\|\||;|\||\$\(|`|\bthen\b|\bdo\b|\belse\b", code):
+            try:
+                words = shlex.split(part, comments=True)
+            except ValueError:
+                words = part.split()
+            while words and (
+                re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
+                or words[0] in ("sudo", "env", "exec", "command", "time", "if", "!")
+            ):
+                words = words[1:]
+            if not words:
+                continue
+            tool = os.path.basename(words[0])
+            rest = words[1:]
+            if re.fullmatch(r"python[0-9.]*", tool) and rest[:2] == ["-m", "pip"]:
+                tool, rest = "pip", rest[2:]
+            flags_gone = [w for w in rest if not w.startswith("-")]
+            if tool in FETCHING_TOOLS or (
+                tool in INSTALLING_SUBCOMMANDS
+                and flags_gone
+                and flags_gone[0] in INSTALLING_SUBCOMMANDS[tool]
+            ):
+                return f"line {number}: {line.strip()[:80]}"
+    return None
+
+
+def _read_steps_unchecked(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
     """The task's steps: ``[[steps]]`` of task.toml, or the one step of a plain task."""
     agent, verifier = _section(config, "agent"), _section(config, "verifier")
     agent_timeout = _timeout(agent.get("timeout_sec"), DEFAULT_AGENT_SECONDS, MAX_AGENT_SECONDS)
@@ -842,6 +925,12 @@ def _read_steps(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
     for rel in ("tests", "solution", "environment", "instruction.md", "steps"):
         _no_symlink(folder, rel)
     listed = config.get("steps")
+    if not listed and (folder / "steps").is_dir() and not (folder / "instruction.md").is_file():
+        raise UnsupportedHarborTask(
+            f"{folder.name}: a multi-step task folder (steps/) whose task.toml lists no [[steps]] "
+            'entries: name each step, in order, as [[steps]] name = "<folder under steps/>"',
+            "bad-toml",
+        )
     if not listed:
         missing = [n for n in ("instruction.md", "tests/test.sh") if not (folder / n).is_file()]
         if missing:

@@ -381,12 +381,25 @@ def signame(code):
     return None
 
 
+def private_file(path):
+    """``path`` opened for writing as a new regular file: whatever the agent left there (a
+    FIFO that would block the open, a symlink, a file of its own) is removed first."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        subprocess.run(["rm", "-rf", "--", path], check=False)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return open(fd, "w", encoding="utf-8", errors="surrogateescape")
+
+
 def run_fresh(cmd, timeout):
     start = time.monotonic()
     DISK[0].begin()
     argv = [*SHELL, "-c", cmd]
     if len(cmd.encode("utf-8", "surrogateescape")) > 65536:  # beyond what one exec argument may hold
-        with open("/tmp/.hg-runner-script", "w", encoding="utf-8", errors="surrogateescape") as f:
+        with private_file("/tmp/.hg-runner-script") as f:
             f.write(cmd)
         argv = [*SHELL, "/tmp/.hg-runner-script"]
     try:
@@ -483,7 +496,7 @@ class Shell:
     def run(self, cmd, timeout):
         start = time.monotonic()
         DISK[0].begin()
-        with open(self.cmd_path, "w", encoding="utf-8", errors="surrogateescape") as f:
+        with private_file(self.cmd_path) as f:
             f.write(cmd)
         script = (
             f'{{ eval "$(cat {self.cmd_path}; rm -f {self.cmd_path})"; }} </dev/null {self.status_fd}>&-\n'

@@ -647,7 +647,8 @@ class Sandbox:
             "max_file_bytes": lim.max_file_bytes,
             "disk_quota": lim.disk_quota,
             "max_files": lim.max_files,
-            "counted": [APP, HOME],
+            # a writable bind (a Harbor task's /logs) is disk the agent can fill: counted too
+            "counted": [APP, HOME, *(t for _, t, w in self.binds if w)],
             "watched": ["/tmp", "/dev/shm"],
             "roots": {APP: "app", HOME: "home"},
             "rlimits": {
