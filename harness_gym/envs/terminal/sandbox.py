@@ -606,6 +606,7 @@ class Sandbox:
         #: Lines on the control channel that were not a reply of the runner (ignored).
         self.forged_replies = 0
         self.cgroup: MemoryCgroup | None = None
+        self._vcgroup: MemoryCgroup | None = None
         self._finalizer = weakref.finalize(self, _kill, [None])
         self.commands = 0
         self.restarts = 0
@@ -956,6 +957,16 @@ class Sandbox:
             while _running(pid) and time.monotonic() < deadline:
                 time.sleep(0.002)
 
+    def _verifier_cgroup(self) -> MemoryCgroup | None:
+        """The verifiers' memory cgroup (the sandbox's cap), made once and kept while the
+        episode lasts: removing it right after its processes died would wait for the
+        kernel to release them, on every verification."""
+        if self._vcgroup is None:
+            self._vcgroup = MemoryCgroup.make(self.limits.memory)
+            if self._vcgroup is not None:
+                weakref.finalize(self, self._vcgroup.remove)
+        return self._vcgroup
+
     def run_verifier(
         self,
         command: str,
@@ -1026,6 +1037,7 @@ class Sandbox:
         os.lseek(argfd, 0, os.SEEK_SET)
         bwrap = shutil.which("bwrap") or "bwrap"
         cgroup: MemoryCgroup | None = None
+        ooms = 0
         watch: _DiskWatch | None = None
         status = b""
         memory_limit = False
@@ -1052,8 +1064,9 @@ class Sandbox:
                 ready = _read_some(status_r, deadline)
                 if ready[:1] == b"R":
                     status = ready[1:]
-                    cgroup = MemoryCgroup.make(lim.memory)
+                    cgroup = self._verifier_cgroup()
                     if cgroup is not None:
+                        ooms = cgroup.oom_kills()
                         cgroup.add(_descendants(proc.pid))
                     if app_writable:
                         watch = _DiskWatch(self, proc)
@@ -1074,9 +1087,8 @@ class Sandbox:
         finally:
             for fd in (status_r, go_w):
                 os.close(fd)
-            if cgroup is not None:
-                memory_limit = cgroup.oom_kills() > 0
-                cgroup.remove()
+            if cgroup is not None:  # kept for the next verification (removed at close)
+                memory_limit = cgroup.oom_kills() > ooms
         report = _supervisor_report(status)
         findings: list[str] = []
         sig = _signal_name(code)
@@ -1333,6 +1345,10 @@ GIT_SAFE_KEYS = re.compile(
 )
 
 
+#: Sanitized config texts by (path, device, inode, size, mtime, ctime) of the config read.
+_SAFE_GIT_CONFIG: dict[tuple[Any, ...], str] = {}
+
+
 def _git_config_binds(app: Path) -> list[str]:
     """bwrap options that show the verifier a copy of ``app/.git/config`` with only
     :data:`GIT_SAFE_KEYS` (written beside ``app``), an empty ``commondir`` over one, and an
@@ -1355,7 +1371,11 @@ def _git_config_binds(app: Path) -> list[str]:
     if os.path.lexists(config):
         text = ""
         git = shutil.which("git")
-        if stat.S_ISREG(os.lstat(config).st_mode) and git is not None:
+        st = os.lstat(config)
+        key = (str(config), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if key in _SAFE_GIT_CONFIG:
+            text = _SAFE_GIT_CONFIG[key]
+        elif stat.S_ISREG(st.st_mode) and git is not None:
             listed = subprocess.run(
                 [git, "config", "--file", str(config), "--no-includes", "--list", "--null"],
                 capture_output=True,
@@ -1365,6 +1385,9 @@ def _git_config_binds(app: Path) -> list[str]:
                 check=False,
             ).stdout.decode("utf-8", "replace")
             text = _git_config_text(listed)
+            if len(_SAFE_GIT_CONFIG) > 256:
+                _SAFE_GIT_CONFIG.clear()
+            _SAFE_GIT_CONFIG[key] = text
         safe = app.parent / "verifier-gitconfig"
         safe.unlink(missing_ok=True)
         safe.write_text(text)
