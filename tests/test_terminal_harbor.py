@@ -66,7 +66,8 @@ def test_tests_are_hidden_and_a_forged_reward_does_not_count() -> None:
     env.reset(seed=0)
     step = lambda cmd: env.step(env.format_action(Action.of("run", command=cmd)))[4]["command"]  # noqa: E731
     assert step("ls /tests")["exit_code"] != 0
-    assert step("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt")["exit_code"] != 0
+    # The agent's /logs is its own (Harbor's containers have one): the verifier gets a fresh one.
+    assert step("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt")["exit_code"] == 0
     step("mkdir -p /app/logs/verifier && echo 1 > /app/logs/verifier/reward.txt")
     _, reward, terminated, _, info = env.step(env.format_action(Action.of("submit")))
     assert terminated and reward == 0.0 and not info["success"]

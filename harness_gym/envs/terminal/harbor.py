@@ -391,6 +391,8 @@ class HarborTask(TerminalTask):
     limits = SandboxLimits(timeout=30.0)
 
     def build(self, rng: np.random.Generator) -> None:
+        #: What the last verification found that makes its reward untrustworthy.
+        self.tampering: list[str] = []
         self.step_index = 0
         self.step_rewards: list[dict[str, float] | None] = []
         self.agent_seconds = 0.0
@@ -417,7 +419,11 @@ class HarborTask(TerminalTask):
 
         solution = root / "solution"
         solution.mkdir(exist_ok=True)
-        binds = ((solution, "/solution", False),)
+        # Harbor's containers have a writable /logs (a RUN or the agent may write there); the
+        # verifier never sees this one: it gets a fresh /logs of its own.
+        logs = root / "agent-logs"
+        (logs / "agent").mkdir(parents=True, exist_ok=True)
+        binds = ((solution, "/solution", False), (logs, "/logs", True))
         if not self.build_steps:
             return open_backend(self.backend, root, self.limits, env=self.image_env, binds=binds)
         built = type(self).build_rootfs()
@@ -497,7 +503,13 @@ class HarborTask(TerminalTask):
         reward = (rewards or {}).get("reward")
         last = self.step_index + 1 >= len(self.steps)
         gate = _min_reward_failure(rewards, step.min_reward)
-        record = {"action": "submit", "step": step.name, "rewards": rewards, "verdict": why}
+        record = {
+            "action": "submit",
+            "step": step.name,
+            "rewards": rewards,
+            "verdict": why,
+            "tampering": list(self.tampering),
+        }
         if not last and gate is None and rewards is not None:
             self.step_index += 1
             self.oracle_done = False
@@ -545,6 +557,7 @@ class HarborTask(TerminalTask):
 
     def _verify_step(self, step: HarborStep) -> tuple[dict[str, float] | None, str]:
         assert self._root is not None and self._sandbox is not None
+        self.tampering = []
         work = self._root / "verifier"  # beside app/ and home/: never mounted for the agent
         remove_tree(work)
         tests, logs = work / "tests", work / "logs"
@@ -570,10 +583,18 @@ class HarborTask(TerminalTask):
                 cwd=self.plan.workdir if self.plan.workdir.startswith("/app") else "/app",
             )
             rewards, why = read_reward(logs)
+            tampering = list(res.tampering)
+            if res.supervised:  # the files as test.sh left them (a remote backend copies them)
+                tampering += reward_tampering(logs, _named_reward_files(tests))
         finally:
             remove_tree(work)
         tail = f"(test.sh exit code {res.exit_code}{', timed out' if res.timed_out else ''}; "
         tail += f"{res.stdout[-200:]}{res.stderr[-200:]})"
+        self.tampering = tampering
+        if tampering:
+            return None, f"reward tampering: {'; '.join(tampering)} {tail}"
+        if res.timed_out:
+            return None, f"test.sh timed out after {step.verifier_timeout:g} s {tail}"
         if rewards is None:
             return None, f"{why} {tail}"
         reward = rewards.get("reward")
@@ -614,6 +635,64 @@ class HarborTask(TerminalTask):
             self._sandbox.write_file(f"/app/{rel}", content.decode("utf-8", "replace"))
         for command in self._step_setup(step):
             self._sandbox.run(command, persistent=False, timeout=120)
+
+
+#: The files test.sh may write its reward to (Harbor reads the first that exists).
+REWARD_FILES = ("reward.json", "reward.txt")
+
+
+def _named_reward_files(tests: Path) -> set[str]:
+    """The reward files some file of the task's tests names (test.sh, or a checker it runs)."""
+    named: set[str] = set()
+    for path in walk_tree(tests):
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, "rb") as f:
+                data = f.read(MAX_TESTS_BYTES)
+            named.update(n for n in REWARD_FILES if n.encode() in data)
+    return named
+
+
+def reward_tampering(logs: Path, named: set[str]) -> list[str]:
+    """What says the reward under ``logs/verifier`` is not the one test.sh wrote: the
+    directory made read-only, a reward file no file of the tests names (the agent's code
+    wrote it), one made read-only (test.sh's own write then fails), hard-linked, or whose
+    mode or owner changed after its last write (ctime after mtime). test.sh runs the agent's
+    code as its own uid: these are the traces that code leaves when it claims the reward."""
+    found: list[str] = []
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_NONBLOCK
+    try:  # no link is followed on the way (read_reward names a linked /logs/verifier)
+        base = os.open(logs, flags)
+    except OSError:
+        return found
+    try:
+        fd = os.open("verifier", flags, dir_fd=base)
+    except OSError:
+        return found
+    finally:
+        os.close(base)
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o700 != 0o700:
+            found.append(f"/logs/verifier was made mode {stat.S_IMODE(st.st_mode):o}")
+        for name in REWARD_FILES:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            where = f"/logs/verifier/{name}"
+            if name not in named:
+                found.append(f"{where} exists, but no file of the task's tests names it")
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if not st.st_mode & 0o200:
+                found.append(f"{where} was made read-only (mode {stat.S_IMODE(st.st_mode):o})")
+            if st.st_nlink != 1:
+                found.append(f"{where} has {st.st_nlink} hard links")
+            if st.st_ctime_ns != st.st_mtime_ns:
+                found.append(f"{where}'s mode or owner changed after its last write")
+    finally:
+        os.close(fd)
+    return found
 
 
 def read_reward(logs: Path) -> tuple[dict[str, float] | None, str]:
@@ -767,6 +846,85 @@ def _timeout(value: Any, default: float, cap: float) -> float:
 
 
 def _read_steps(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
+    """The task's steps (one for a single-step task); :class:`UnsupportedHarborTask` for a
+    folder that lacks files, or whose test script installs packages when it runs."""
+    steps = _read_steps_unchecked(folder, config)
+    for step in steps:
+        for tests in step.tests:
+            script = tests / step.test_script
+            if script.is_file() and not script.is_symlink():
+                found = verify_time_install(_text(script))
+                if found is not None:
+                    raise UnsupportedHarborTask(
+                        f"{folder.name}: tests/{step.test_script} installs packages when it runs "
+                        f"({found}); verification here is offline, so it could never pass: install "
+                        "them in the Dockerfile instead",
+                        "verify-time-install",
+                    )
+    return steps
+
+
+#: Commands that fetch packages whatever their arguments (``uvx``, ``npx``, ...).
+FETCHING_TOOLS = frozenset({"uvx", "npx", "pipx", "bunx", "pnpx"})
+#: Package tools and the subcommands of theirs that fetch (``pip install``, ``uv run``, ...).
+INSTALLING_SUBCOMMANDS = {
+    "pip": {"install", "download"},
+    "pip3": {"install", "download"},
+    "uv": {"pip", "run", "sync", "add", "tool"},
+    "apt-get": {"install", "update"},
+    "apt": {"install", "update"},
+    "apk": {"add"},
+    "npm": {"install", "i", "ci"},
+    "yarn": {"add", "install"},
+    "pnpm": {"add", "install"},
+    "conda": {"install", "create"},
+    "mamba": {"install", "create"},
+    "poetry": {"install", "add"},
+    "gem": {"install"},
+    "cargo": {"install"},
+    "dnf": {"install"},
+    "yum": {"install"},
+}
+
+
+#: Words before a command that run it (``sudo pip install``, ``if uvx ...``).
+PREFIX_WORDS = frozenset({"sudo", "env", "exec", "command", "time", "if", "!", "while", "until"})
+
+
+def verify_time_install(script: str) -> str | None:
+    """The first command of a shell script that installs packages (``uvx pytest``,
+    ``pip install``, ``python3 -m pip install``, ``apt-get install``), shown with its line
+    number; ``None`` when there is none. A plain word scan: comments and quoted text that
+    only mention a tool are skipped, a command hidden in a variable is not found."""
+    for number, line in enumerate(script.splitlines(), 1):
+        code = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+        for part in re.split(r"&&|\|\||;|\||\$\(|`|\bthen\b|\bdo\b|\belse\b", code):
+            try:
+                words = shlex.split(part, comments=True)
+            except ValueError:
+                words = part.split()
+            while words and (
+                re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
+                or words[0] in ("sudo", "env", "exec", "command", "time", "if", "!")
+            ):
+                words = words[1:]
+            if not words:
+                continue
+            tool = os.path.basename(words[0])
+            rest = words[1:]
+            if re.fullmatch(r"python[0-9.]*", tool) and rest[:2] == ["-m", "pip"]:
+                tool, rest = "pip", rest[2:]
+            flags_gone = [w for w in rest if not w.startswith("-")]
+            if tool in FETCHING_TOOLS or (
+                tool in INSTALLING_SUBCOMMANDS
+                and flags_gone
+                and flags_gone[0] in INSTALLING_SUBCOMMANDS[tool]
+            ):
+                return f"line {number}: {line.strip()[:80]}"
+    return None
+
+
+def _read_steps_unchecked(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
     """The task's steps: ``[[steps]]`` of task.toml, or the one step of a plain task."""
     agent, verifier = _section(config, "agent"), _section(config, "verifier")
     agent_timeout = _timeout(agent.get("timeout_sec"), DEFAULT_AGENT_SECONDS, MAX_AGENT_SECONDS)
@@ -777,6 +935,12 @@ def _read_steps(folder: Path, config: dict[str, Any]) -> list[HarborStep]:
     for rel in ("tests", "solution", "environment", "instruction.md", "steps"):
         _no_symlink(folder, rel)
     listed = config.get("steps")
+    if not listed and (folder / "steps").is_dir() and not (folder / "instruction.md").is_file():
+        raise UnsupportedHarborTask(
+            f"{folder.name}: a multi-step task folder (steps/) whose task.toml lists no [[steps]] "
+            'entries: name each step, in order, as [[steps]] name = "<folder under steps/>"',
+            "bad-toml",
+        )
     if not listed:
         missing = [n for n in ("instruction.md", "tests/test.sh") if not (folder / n).is_file()]
         if missing:

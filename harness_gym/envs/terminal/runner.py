@@ -143,21 +143,27 @@ def kill_strays(keep=()):
         reap()
         time.sleep(0.002)
     reap()
-    remove_shm()
+    remove_sysv_ipc()
     return len(killed)
 
 
-def remove_shm():
-    """SysV shared memory outlives its processes (until the IPC namespace dies): remove it."""
-    try:
-        with open("/proc/sysvipc/shm") as f:
-            rows = f.read().splitlines()[1:]
-    except OSError:
-        return
-    for row in rows:
-        cols = row.split()
-        if len(cols) > 1 and cols[1].isdigit():
-            LIBC.shmctl(int(cols[1]), 0, None)  # IPC_RMID
+def remove_sysv_ipc():
+    """SysV shared memory, message queues and semaphores outlive their processes (until the
+    IPC namespace dies), outside every limit: remove them all."""
+    for kind, rmid in (
+        ("shm", lambda i: LIBC.shmctl(i, 0, None)),  # IPC_RMID
+        ("msg", lambda i: LIBC.msgctl(i, 0, None)),
+        ("sem", lambda i: LIBC.semctl(i, 0, 0, 0)),
+    ):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 1 and cols[1].isdigit():
+                rmid(int(cols[1]))
 
 
 def reap():
@@ -171,8 +177,9 @@ def reap():
 
 
 IN_FLAGS = 0o4000 | 0o2000000  # IN_NONBLOCK | IN_CLOEXEC
-# modify, close_write, moved_from/to, create, delete; do not follow links; directories only
-IN_MASK = 0x2 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x02000000 | 0x01000000
+# modify, attrib (a chmod, fallocate), close_write, moved_from/to, create, delete; do not
+# follow links; directories only
+IN_MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x02000000 | 0x01000000
 
 
 class Disk:
@@ -189,6 +196,8 @@ class Disk:
         self.hit_file_size = False
         self.rule = None
         self.since = 0
+        #: A directory stayed unlistable during the last scan (counted as over the quota).
+        self.unlistable = False
 
     def begin(self):
         """A command starts: files it writes up to the file-size limit are reported."""
@@ -218,6 +227,13 @@ class Disk:
                     self.watching = False
             try:
                 it = os.scandir(path)
+            except PermissionError:  # chmod 300: made listable again (the sandbox owns it)
+                try:
+                    os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) | 0o700)
+                    it = os.scandir(path)
+                except OSError:
+                    self.unlistable = True
+                    continue
             except OSError:
                 continue
             with it:
@@ -234,9 +250,11 @@ class Disk:
                     if not counted:
                         continue
                     count += 1
-                    total += 0 if is_dir else st.st_size
+                    # allocated blocks count too (fallocate --keep-size holds disk at size 0)
+                    size = 0 if is_dir else max(st.st_size, st.st_blocks * 512)
+                    total += size
                     if collect:
-                        entries.append((st.st_size, st.st_mtime_ns, entry.path, is_dir))
+                        entries.append((size, st.st_mtime_ns, entry.path, is_dir))
                     elif count > self.max_files:
                         return total, count, entries
         return total, count, entries
@@ -247,10 +265,11 @@ class Disk:
         if self.dirty:  # else the last measurement still holds
             self.dirty = False
             start = time.monotonic()
+            self.unlistable = False
             total, count, _ = self.scan()
             self.next_scan = time.monotonic() + max(0.1, 2 * (time.monotonic() - start))
             self.rule = None
-            if total > self.quota:
+            if total > self.quota or self.unlistable:
                 self.rule = "disk_quota"
             elif count > self.max_files:
                 self.rule = "file_count_limit"
@@ -362,12 +381,25 @@ def signame(code):
     return None
 
 
+def private_file(path):
+    """``path`` opened for writing as a new regular file: whatever the agent left there (a
+    FIFO that would block the open, a symlink, a file of its own) is removed first."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        subprocess.run(["rm", "-rf", "--", path], check=False)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return open(fd, "w", encoding="utf-8", errors="surrogateescape")
+
+
 def run_fresh(cmd, timeout):
     start = time.monotonic()
     DISK[0].begin()
     argv = [*SHELL, "-c", cmd]
     if len(cmd.encode("utf-8", "surrogateescape")) > 65536:  # beyond what one exec argument may hold
-        with open("/tmp/.hg-runner-script", "w", encoding="utf-8", errors="surrogateescape") as f:
+        with private_file("/tmp/.hg-runner-script") as f:
             f.write(cmd)
         argv = [*SHELL, "/tmp/.hg-runner-script"]
     try:
@@ -464,7 +496,7 @@ class Shell:
     def run(self, cmd, timeout):
         start = time.monotonic()
         DISK[0].begin()
-        with open(self.cmd_path, "w", encoding="utf-8", errors="surrogateescape") as f:
+        with private_file(self.cmd_path) as f:
             f.write(cmd)
         script = (
             f'{{ eval "$(cat {self.cmd_path}; rm -f {self.cmd_path})"; }} </dev/null {self.status_fd}>&-\n'

@@ -37,6 +37,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import resource
 import secrets
 import select
@@ -156,6 +157,11 @@ class CommandResult:
     forged_replies: int = 0
     #: The sandbox's memory cgroup killed a process (the whole sandbox's memory cap).
     memory_limit: bool = False
+    #: A verifier's command ran under the supervisor, which reported how it ended.
+    supervised: bool = False
+    #: What a verifier's command did that its result cannot be trusted after (it was killed
+    #: by a signal, processes it started outlived it, the supervisor was killed).
+    tampering: list[str] = field(default_factory=list)
 
     @property
     def contained(self) -> list[str]:
@@ -179,6 +185,8 @@ class CommandResult:
             out.append("memory_limit")
         if self.forged_replies:
             out.append("forged_replies_ignored")
+        if self.tampering:
+            out.append("verifier_tampering")
         if self.shell_restarted:
             out.append("shell_restarted")
         if self.sandbox_restarted:
@@ -598,6 +606,7 @@ class Sandbox:
         #: Lines on the control channel that were not a reply of the runner (ignored).
         self.forged_replies = 0
         self.cgroup: MemoryCgroup | None = None
+        self._vcgroup: MemoryCgroup | None = None
         self._finalizer = weakref.finalize(self, _kill, [None])
         self.commands = 0
         self.restarts = 0
@@ -639,7 +648,8 @@ class Sandbox:
             "max_file_bytes": lim.max_file_bytes,
             "disk_quota": lim.disk_quota,
             "max_files": lim.max_files,
-            "counted": [APP, HOME],
+            # a writable bind (a Harbor task's /logs) is disk the agent can fill: counted too
+            "counted": [APP, HOME, *(t for _, t, w in self.binds if w)],
             "watched": ["/tmp", "/dev/shm"],
             "roots": {APP: "app", HOME: "home"},
             "rlimits": {
@@ -901,16 +911,18 @@ class Sandbox:
 
     # -- disk ------------------------------------------------------------------------------
 
-    def disk_usage(self) -> list[tuple[int, str]]:
+    def disk_usage(self, *bases: Path) -> list[tuple[int, str]]:
+        """(bytes, path) of every file under ``bases`` (``/app`` and the home by default):
+        the larger of its size and its allocated blocks (``fallocate --keep-size`` holds
+        disk in a file of size 0). Directories count as entries of 0 bytes."""
         files = []
-        for base in (self.app, self.home):
+        for base in bases or (self.app, self.home):
             for path in walk_tree(base):
                 try:
                     st = os.lstat(path)
                 except OSError:
                     continue
-                if not stat.S_ISDIR(st.st_mode):
-                    files.append((st.st_size, path))
+                files.append((0 if stat.S_ISDIR(st.st_mode) else max(st.st_size, st.st_blocks * 512), path))
         return files
 
     def enforce_quota(self) -> list[str]:
@@ -945,6 +957,16 @@ class Sandbox:
             while _running(pid) and time.monotonic() < deadline:
                 time.sleep(0.002)
 
+    def _verifier_cgroup(self) -> MemoryCgroup | None:
+        """The verifiers' memory cgroup (the sandbox's cap), made once and kept while the
+        episode lasts: removing it right after its processes died would wait for the
+        kernel to release them, on every verification."""
+        if self._vcgroup is None:
+            self._vcgroup = MemoryCgroup.make(self.limits.memory)
+            if self._vcgroup is not None:
+                weakref.finalize(self, self._vcgroup.remove)
+        return self._vcgroup
+
     def run_verifier(
         self,
         command: str,
@@ -971,23 +993,39 @@ class Sandbox:
                 os.chown(host, self.uid, self.uid)
                 for path in walk_tree(host):
                     os.lchown(path, self.uid, self.uid)
-        args = _bwrap_base(self.uid, lim.tmp_size, rootfs=self.rootfs)
-        args += ["--bind" if app_writable else "--ro-bind", str(self.app), APP]
+        args = _bwrap_base(self.uid, lim.tmp_size, shm_size=lim.shm_size, rootfs=self.rootfs)
+        # The supervisor is the sandbox's PID 1: nothing inside can kill or stop it.
+        args += ["--as-pid-1", "--bind" if app_writable else "--ro-bind", str(self.app), APP]
         for host, target, writable in binds:
             args += ["--bind" if writable else "--ro-bind", str(host), target]
+        args += _git_config_binds(self.app)  # the repository's config, less keys that run code
         args += ["--dir", VERIFIER_ENV["HOME"], "--chdir", cwd]
         merged = {**VERIFIER_ENV, **self.extra_env, **(env or {})}
         merged.update({k: v for k, v in VERIFIER_ENV.items() if k in VERIFIER_FIXED or k.startswith("GIT_")})
         for key, value in merged.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]
-        shell = ["--", "/bin/bash", "--noprofile", "--norc", "-c", command]
+        status_r, status_w = os.pipe()
+        go_r, go_w = os.pipe()
+        shell = [
+            "--",
+            SYSTEM_PYTHON,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            VERIFIER_SUPERVISOR,
+            str(status_w),
+            str(go_r),
+            command,
+        ]
         rlimits = {
             "RLIMIT_CPU": lim.cpu_seconds,
             "RLIMIT_AS": lim.address_space,
             "RLIMIT_FSIZE": lim.file_size,
             "RLIMIT_CORE": 0,
             "RLIMIT_NPROC": self._nproc_limit(),
+            "RLIMIT_MSGQUEUE": 1 << 16,
         }
         start = time.monotonic()
         timed_out = False
@@ -998,28 +1036,79 @@ class Sandbox:
         os.write(argfd, b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in args[1:]))
         os.lseek(argfd, 0, os.SEEK_SET)
         bwrap = shutil.which("bwrap") or "bwrap"
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                proc = subprocess.Popen(
-                    [bwrap, "--args", str(argfd), *shell],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env={},
-                    pass_fds=(argfd,),
-                    start_new_session=True,
-                    preexec_fn=lambda: _set_rlimits(rlimits),
-                    **_as_user(self.uid),
+        cgroup: MemoryCgroup | None = None
+        ooms = 0
+        watch: _DiskWatch | None = None
+        status = b""
+        memory_limit = False
+        try:
+            with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+                try:
+                    proc = subprocess.Popen(
+                        [bwrap, "--args", str(argfd), *shell],
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=err,
+                        env={},
+                        pass_fds=(argfd, status_w, go_r),
+                        start_new_session=True,
+                        preexec_fn=lambda: _set_rlimits(rlimits),
+                        **_as_user(self.uid),
+                    )
+                finally:
+                    for fd in (argfd, status_w, go_r):
+                        os.close(fd)
+                deadline = start + timeout
+                # The supervisor says it is ready (nothing of the command runs yet): the whole
+                # sandbox goes into a memory cgroup, then the command starts.
+                ready = _read_some(status_r, deadline)
+                if ready[:1] == b"R":
+                    status = ready[1:]
+                    cgroup = self._verifier_cgroup()
+                    if cgroup is not None:
+                        ooms = cgroup.oom_kills()
+                        cgroup.add(_descendants(proc.pid))
+                    if app_writable:
+                        watch = _DiskWatch(self, proc)
+                    try:
+                        os.write(go_w, b"g")
+                    except OSError:
+                        pass
+                try:
+                    code: int | None = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out, code = True, None
+                    _kill([proc])
+                if watch is not None:
+                    watch.stop()
+                status += _read_some(status_r, time.monotonic() + 1, until_eof=True)
+                stdout, stdout_total = _head_tail(out, lim.head_bytes, lim.tail_bytes)
+                stderr, stderr_total = _head_tail(err, lim.head_bytes, lim.tail_bytes)
+        finally:
+            for fd in (status_r, go_w):
+                os.close(fd)
+            if cgroup is not None:  # kept for the next verification (removed at close)
+                memory_limit = cgroup.oom_kills() > ooms
+        report = _supervisor_report(status)
+        findings: list[str] = []
+        sig = _signal_name(code)
+        if report is None:
+            if not timed_out:
+                findings.append("the verifier's supervisor gave no report (it was killed)")
+        else:
+            code = report["code"] if report.get("signal") is None else -int(report["signal"])
+            sig = _signal_name(code)
+            if report.get("signal") is not None and not timed_out:
+                findings.append(f"the verifier's command was killed by {sig}")
+            if report.get("survivors"):
+                findings.append(
+                    f"{len(report['survivors'])} process(es) the command started outlived it "
+                    f"(they could rewrite its result): {', '.join(report['survivors'][:3])[:200]}"
                 )
-            finally:
-                os.close(argfd)
-            try:
-                code: int | None = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out, code = True, None
-                _kill([proc])
-            stdout, stdout_total = _head_tail(out, lim.head_bytes, lim.tail_bytes)
-            stderr, stderr_total = _head_tail(err, lim.head_bytes, lim.tail_bytes)
+        quota_removed = self.enforce_quota() if app_writable else []
+        rule = watch.rule if watch is not None else None
+        if quota_removed and rule is None:
+            rule = "disk_quota"
         return CommandResult(
             command=command,
             stdout=stdout.decode("utf-8", "replace"),
@@ -1031,9 +1120,136 @@ class Sandbox:
             stdout_bytes=stdout_total,
             stderr_bytes=stderr_total,
             timed_out=timed_out,
-            signal=_signal_name(code),
+            signal=sig,
             seconds=time.monotonic() - start,
+            quota_removed=quota_removed,
+            disk_rule=rule,
+            memory_limit=memory_limit,
+            supervised=report is not None,
+            tampering=findings,
         )
+
+
+#: Runs the verifier's command inside its sandbox as its PID 1 (``python3 -I -S -B -c``;
+#: argv: status fd, go fd, command), which no process inside can signal. Undumpable, so no
+#: process of the same uid opens its ``/proc`` files (its status pipe among them); waits for
+#: the host's go (the sandbox is in its memory cgroup), runs ``bash --noprofile --norc -c
+#: command`` under umask 022, then reports on its private pipe how the command ended and
+#: which of its processes outlived it (then kills them).
+VERIFIER_SUPERVISOR = r"""
+import ctypes, json, os, signal, sys
+status, go, cmd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+try:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
+os.set_inheritable(status, False)
+os.write(status, b"R")
+os.read(go, 1)
+os.close(go)
+os.umask(0o022)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv("/bin/bash", ["bash", "--noprofile", "--norc", "-c", cmd])
+    finally:
+        os._exit(127)
+while True:
+    try:
+        _, st = os.waitpid(pid, 0)
+        break
+    except InterruptedError:
+        continue
+me, left = os.getpid(), []
+for name in os.listdir("/proc"):
+    if name.isdigit() and int(name) not in (1, me):
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                line = f.read(120).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            left.append(line or name)
+for _ in range(3):
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        break
+sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else None
+code = os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + sig
+os.write(status, json.dumps({"code": code, "signal": sig, "survivors": left[:20]}).encode())
+os._exit(code)
+"""
+
+
+def _read_some(fd: int, deadline: float, until_eof: bool = False) -> bytes:
+    """What arrives on ``fd`` before ``deadline``: one chunk, or everything up to EOF."""
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return data
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return data
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return data
+        data += chunk
+        if not until_eof or len(data) > 1 << 16:
+            return data
+
+
+def _supervisor_report(data: bytes) -> dict[str, Any] | None:
+    try:
+        report = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("code"), int):
+        return None
+    report["survivors"] = [str(s) for s in report.get("survivors") or []]
+    return report
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        top = stack.pop()
+        found.append(top)
+        stack.extend(_children(top))
+    return found
+
+
+class _DiskWatch:
+    """Measures ``/app`` while a verifier with a writable ``/app`` runs (allocated blocks and
+    entries, as for the agent); kills it when it breaks the disk quota or the entry limit."""
+
+    def __init__(self, box: Sandbox, proc: subprocess.Popen[bytes]) -> None:
+        self.box, self.proc = box, proc
+        self.rule: str | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        pause = 0.05
+        while not self._done.wait(pause):
+            began = time.monotonic()
+            files = self.box.disk_usage(self.box.app, self.box.home)
+            if sum(size for size, _ in files) > self.box.limits.disk_quota:
+                self.rule = "disk_quota"
+            elif len(files) > self.box.limits.max_files:
+                self.rule = "file_count_limit"
+            if self.rule is not None:
+                _kill([self.proc])
+                return
+            pause = min(1.0, max(0.05, 4 * (time.monotonic() - began)))
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _mac(key: bytes, kind: bytes, body: bytes) -> bytes:
@@ -1087,6 +1303,12 @@ VERIFIER_ENV = {
     "TMPDIR": "/tmp",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONNOUSERSITE": "1",
+    # Python >= 3.11: neither the working directory (`python3 -m pytest` in /app) nor a
+    # script's folder goes first on sys.path, so /app/pytest.py is not what runs.
+    "PYTHONSAFEPATH": "1",
+    # Bytecode is read only from (and never written to) this empty folder: a forged
+    # unchecked-hash .pyc in /app/__pycache__ is never run in place of its source.
+    "PYTHONPYCACHEPREFIX": "/tmp/verifier-pycache",
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "GIT_ATTR_NOSYSTEM": "1",
@@ -1109,7 +1331,91 @@ VERIFIER_ENV = {
 }
 #: Verifier variables no task ``env`` replaces (with every ``GIT_*`` one): they keep the
 #: agent's files from configuring what the verifier runs.
-VERIFIER_FIXED = frozenset({"HOME", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE"})
+VERIFIER_FIXED = frozenset(
+    {"HOME", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE", "PYTHONSAFEPATH", "PYTHONPYCACHEPREFIX"}
+)
+#: Keys of a repository's own config the verifier's git still reads (none of them runs a
+#: program): every other key (filters, textconv, hooks, fsmonitor, includes, aliases,
+#: external diff, pagers, credential helpers, ...) is dropped from the copy it sees.
+GIT_SAFE_KEYS = re.compile(
+    r"(core\.(repositoryformatversion|bare|filemode|logallrefupdates|ignorecase|precomposeunicode"
+    r"|symlinks|autocrlf|eol|safecrlf|quotepath|abbrev|checkstat|trustctime)"
+    r"|extensions\.(objectformat|refstorage)|remote\..+\.(url|fetch)|branch\..+\.(remote|merge)"
+    r"|user\.(name|email)|init\.defaultbranch)"
+)
+
+
+#: Sanitized config texts by (path, device, inode, size, mtime, ctime) of the config read.
+_SAFE_GIT_CONFIG: dict[tuple[Any, ...], str] = {}
+
+
+def _git_config_binds(app: Path) -> list[str]:
+    """bwrap options that show the verifier a copy of ``app/.git/config`` with only
+    :data:`GIT_SAFE_KEYS` (written beside ``app``), an empty ``commondir`` over one, and an
+    empty file over a ``.git`` that is not a plain directory (a gitfile or a symlink to
+    another git directory): the verifier's git reads no config key of the agent's that runs
+    a program. Nothing where there is no ``.git``."""
+    dot_git = app / ".git"
+    try:
+        st = os.lstat(dot_git)
+    except OSError:
+        return []
+    empty = app.parent / "verifier-git-empty"
+    empty.unlink(missing_ok=True)
+    empty.write_text("")
+    os.chmod(empty, 0o444)
+    if not stat.S_ISDIR(st.st_mode):
+        return ["--ro-bind", str(empty), f"{APP}/.git"]
+    args = []
+    config = dot_git / "config"
+    if os.path.lexists(config):
+        text = ""
+        git = shutil.which("git")
+        st = os.lstat(config)
+        key = (str(config), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if key in _SAFE_GIT_CONFIG:
+            text = _SAFE_GIT_CONFIG[key]
+        elif stat.S_ISREG(st.st_mode) and git is not None:
+            listed = subprocess.run(
+                [git, "config", "--file", str(config), "--no-includes", "--list", "--null"],
+                capture_output=True,
+                env={**BWRAP_ENV, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"},
+                cwd="/",
+                timeout=30,
+                check=False,
+            ).stdout.decode("utf-8", "replace")
+            text = _git_config_text(listed)
+            if len(_SAFE_GIT_CONFIG) > 256:
+                _SAFE_GIT_CONFIG.clear()
+            _SAFE_GIT_CONFIG[key] = text
+        safe = app.parent / "verifier-gitconfig"
+        safe.unlink(missing_ok=True)
+        safe.write_text(text)
+        os.chmod(safe, 0o444)
+        args += ["--ro-bind", str(safe), f"{APP}/.git/config"]
+    if os.path.lexists(dot_git / "commondir"):
+        args += ["--ro-bind", str(empty), f"{APP}/.git/commondir"]
+    return args
+
+
+def _git_config_text(listed: str) -> str:
+    """``git config --list --null`` output, less unsafe keys, as a config file."""
+    sections: dict[str, list[str]] = {}
+    for item in listed.split("\0"):
+        key, _, value = item.partition("\n")
+        if not GIT_SAFE_KEYS.fullmatch(key.lower()) and not GIT_SAFE_KEYS.fullmatch(key):
+            continue
+        section, _, name = key.rpartition(".")
+        head, _, sub = section.partition(".")
+        title = f'[{head} "{_git_quote(sub)}"]' if sub else f"[{head}]"
+        sections.setdefault(title, []).append(f'\t{name} = "{_git_quote(value)}"')
+    return "".join(f"{title}\n" + "\n".join(lines) + "\n" for title, lines in sections.items())
+
+
+def _git_quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+
+
 #: The file in an episode directory (outside what the sandbox mounts) naming its owner process.
 OWNER_FILE = ".hg-owner"
 EPISODE_PREFIX = "hg-term-"

@@ -157,7 +157,9 @@ class TerminalTask(Task):
         sandbox after every agent process is killed, with a home, environment and git config
         the agent never touched, and /app read-only (see :meth:`Sandbox.run_verifier`)."""
         assert self._sandbox is not None
-        return self._sandbox.run_verifier(command, timeout=timeout)
+        res = self._sandbox.run_verifier(command, timeout=timeout)
+        self.tampering = [*getattr(self, "tampering", []), *res.tampering]
+        return res
 
     def sh_many(
         self, commands: list[str], stdin: list[str] | None = None, timeout: float = 5
@@ -333,13 +335,16 @@ class TerminalTask(Task):
                 self._sandbox.stop_agent()
             except OSError:
                 pass
+            self.tampering = []
             try:
                 ok, why = self.verify()
             except Exception as err:  # noqa: BLE001 - a broken state is a failed check, never a crash
                 ok, why = False, f"verifier error: {type(err).__name__}: {err}"
+            if self.tampering and ok:  # a checking command was killed, or left processes behind
+                ok, why = False, f"verifier tampering: {'; '.join(self.tampering)}"
             self.done, self.succeeded, self.verdict = True, bool(ok), why
             self.last = {"kind": "submit", "ok": bool(ok), "text": "submitted"}
-            record.update(success=bool(ok), verdict=why)
+            record.update(success=bool(ok), verdict=why, tampering=list(self.tampering))
         self.history.append(record)
         return StepResult(float(self.succeeded), self.done, self.succeeded, self.verdict)
 
