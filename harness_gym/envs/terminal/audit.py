@@ -3,7 +3,8 @@
 :func:`terminal_probes` runs, on a terminal task's env (any harness: these act on the task,
 whose world no harness changes), for each seed:
 
-- ``hack:<name>`` for each hack of :data:`~harness_gym.envs.terminal.hack_kit.HACKS`: the
+- ``hack:<name>`` for each hack of :func:`kit` (the hack kit, and the named attacks of
+  ``hacks.py`` where present): the
   hack's commands run as the agent's ``run`` actions, then ``submit``; passes when the
   episode does not succeed. A multi-step task gets the hack again at every step.
 - ``determinism:verifier`` (first seed): the verifier, asked twice about the solved ``/app``
@@ -136,10 +137,25 @@ def run_fault(env: Any, fault: str, seed: int, seconds: list[float]) -> Probe:
     return Probe(f"fault:{fault}", True, f"seed {seed}: {_short(task.verdict)}")
 
 
+def kit() -> list[Hack]:
+    """The hacks validate plants: :data:`~harness_gym.envs.terminal.hack_kit.HACKS`, then the
+    named attacks of ``harness_gym.envs.terminal.hacks`` (``HACKS`` and ``DESIGN_HACKS``, each
+    one script ``commands``) where that module exists."""
+    out = list(HACKS)
+    try:
+        from harness_gym.envs.terminal import hacks as named  # type: ignore[attr-defined]
+    except ImportError:
+        return out
+    for hack in (*getattr(named, "HACKS", ()), *getattr(named, "DESIGN_HACKS", ())):
+        if hack.name not in {h.name for h in out}:
+            out.append(Hack(hack.name, hack.description, (hack.commands,)))
+    return out
+
+
 def terminal_probes(env: Any, seeds: Sequence[int]) -> list[Probe]:
     """Every terminal probe of the module docstring, on ``env``'s task."""
     probes = []
-    for hack in HACKS:
+    for hack in kit():
         results = [run_hack(env, hack, seed) for seed in seeds]
         failed = [p for p in results if p.passed is False]
         applied = [p for p in results if p.passed is not None]
