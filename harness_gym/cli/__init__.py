@@ -5,9 +5,11 @@ harness-gym list [tasks|presets|factors|envs]
 harness-gym play harness_gym/EnterText-ObsMarkdown-v0 --seed 3
 harness-gym eval --agent oracle --agent random --env 'harness_gym/*' --episodes 20 --seed 0
 harness-gym sweep --agent random --tasks ClickButton --subset balanced:4 --seeds 2 --out runs/demo
+harness-gym validate --task terminal --harness Json
 
 Errors print one line, ``harness-gym: error: ...``, and exit with code 2 (an unexpected error:
-3; interrupted: 130; ``check`` finding failures: 1). ``harness-gym --debug ...`` shows tracebacks.
+3; interrupted: 130; ``check`` or ``validate`` finding failures: 1). ``harness-gym --debug ...``
+shows tracebacks.
 
 One module per verb (``listing``, ``play``, ``evaluate``, ``train``, ``check``, ``sweep``,
 ``report``); ``common`` holds the shared argument types, output-path checks and the error layer.
@@ -33,6 +35,7 @@ from harness_gym.cli import (
     serve,
     sweep,
     train,
+    validate,
 )
 from harness_gym.cli.common import (
     IMPORT_OPTION,
@@ -59,6 +62,7 @@ VERBS = {
     "export": export,
     "serve": serve,
     "rootfs": rootfs,
+    "validate": validate,
 }
 
 
