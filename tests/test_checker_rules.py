@@ -81,6 +81,15 @@ class HiddenOracle(PickLargest):
         return [a for a in super().legal_actions() if a != Action.of("pick", index=best)]
 
 
+class NoLegalActions(PickLargest):
+    """Lists no legal action at all while its oracle wins: the exact ceiling search says 0."""
+
+    task_id = "RulesNoLegalActions"
+
+    def legal_actions(self) -> list[Action]:
+        return []
+
+
 class PythonGlobalRandom(PickLargest):
     """Draws its numbers from Python's global ``random``, not from the rng it is given."""
 
@@ -192,11 +201,26 @@ def test_an_oracle_outside_the_legal_actions_is_rejected() -> None:
             break
     assert reward == 1.0
     report = check_task(HiddenOracle, seeds=range(5), ceiling=seed_ceiling, raise_on_failure=False)
-    assert [f.check for f in report.failures] == ["oracle_legal"]
-    assert "is not among the legal actions" in report.failures[0].message
-    assert TASK_RULES["oracle_legal"] in report.failures[0].message
+    # oracle_optimal fails too: the oracle beats the exact ceiling the search computed.
+    assert {f.check for f in report.failures} == {"oracle_legal", "oracle_optimal"}
+    [legal] = [f for f in report.failures if f.check == "oracle_legal"]
+    assert "is not among the legal actions" in legal.message
+    assert TASK_RULES["oracle_legal"] in legal.message
     harness_report = check_harness(Harness(), HiddenOracle, seeds=range(3), raise_on_failure=False)
     assert {f.check for f in harness_report.failures} == {"oracle_legal"}
+
+
+def test_an_oracle_above_the_exact_ceiling_is_rejected() -> None:
+    # The defect: ceiling 0.0 "exact" beside an oracle scoring 1.0, and check_task passed.
+    assert seed_ceiling(NoLegalActions, Harness(), 0) == (0.0, "exact")
+    report = check_task(NoLegalActions, seeds=range(4), ceiling=seed_ceiling, raise_on_failure=False)
+    above = [f for f in report.failures if f.check == "oracle_optimal"]
+    assert above and "exact ceiling is 0" in above[0].message
+    assert "legal_actions() empty or incomplete" in above[0].message
+    harness_report = check_harness(
+        Harness(tool_style="xml"), NoLegalActions, range(2), ceiling=seed_ceiling, raise_on_failure=False
+    )
+    assert any("no policy can beat the exact ceiling" in f.message for f in harness_report.failures)
 
 
 def test_a_style_whose_reader_breaks_on_quotes_is_rejected(naive_style: str, monkeypatch) -> None:

@@ -379,6 +379,8 @@ def _check_episode(
                     f"seed {seed}: the oracle returns {runs[0]['return']:g} through this harness but "
                     f"the exact ceiling is {best:g}: the oracle is not optimal here",
                 )
+            elif method == "exact" and runs[0]["return"] > best + 1e-9:
+                report.fail("oracle", _above_ceiling(seed, runs[0]["return"], best))
 
 
 def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str, Any]:
@@ -541,6 +543,8 @@ def _rule_oracle_optimal(
         if method == "exact" and best is not None:
             if run["return"] < best - 1e-9:
                 missed.append(f"seed {seed}: return {run['return']:g} < exact ceiling {best:g}")
+            elif run["return"] > best + 1e-9:
+                report.fail("oracle_optimal", _above_ceiling(seed, run["return"], best))
         else:
             inexact.append(seed)
             if not run["success"]:
@@ -559,6 +563,16 @@ def _rule_oracle_optimal(
             f"oracle_optimal: the exact ceiling search did not finish on seed(s) {inexact[:10]}; "
             "there the oracle was held to success instead"
         )
+
+
+def _above_ceiling(seed: int, value: float, best: float) -> str:
+    """The failure of an oracle that beats the exact ceiling: no policy can, so the search
+    missed actions the oracle takes (``legal_actions()`` empty or incomplete)."""
+    return (
+        f"seed {seed}: the oracle returns {value:g} but the exact ceiling is {best:g}: no policy can "
+        "beat the exact ceiling, so the search missed the oracle's actions (legal_actions() empty "
+        "or incomplete while the oracle acts)"
+    )
 
 
 def _rule_instances_vary(
