@@ -20,7 +20,7 @@ from harness_gym.analysis.ceiling import seed_ceiling
 from harness_gym.core import checker, tools
 from harness_gym.core.checker import HARD_STRINGS, TASK_RULES, check_harness, check_task
 from harness_gym.core.env import HarnessEnv
-from harness_gym.core.tools import ToolStyle, register_tool_style
+from harness_gym.core.tools import TOOL_STYLES, ToolStyle, register_tool_style
 
 
 class PickLargest(Task):
@@ -142,6 +142,25 @@ class Typing(PickLargest):
         return super().step(action)
 
 
+class Tagging(PickLargest):
+    """PickLargest with a ``list[str]`` argument (a correct task: every harness must pass)."""
+
+    task_id = "RulesTagging"
+    action_specs = (
+        *PickLargest.action_specs,
+        ActionSpec("tag", "Tag the numbers.", (Param("labels", "list[str]", "The labels."),)),
+    )
+
+    def legal_actions(self) -> list[Action]:
+        legal = super().legal_actions()
+        return [*legal, Action.of("tag", labels=("big", "small"))] if legal else legal
+
+    def step(self, action: Action) -> StepResult:
+        if action.name == "tag":
+            return StepResult(reward=0.0, terminated=False, success=False)
+        return super().step(action)
+
+
 # -- a plugin style whose reader breaks on a double quote ---------------------------------------
 
 _ARG = re.compile(r'\s+([A-Za-z_]\w*)=("[^"]*"|-?\d+)')
@@ -208,6 +227,15 @@ def test_an_oracle_outside_the_legal_actions_is_rejected() -> None:
     assert TASK_RULES["oracle_legal"] in legal.message
     harness_report = check_harness(Harness(), HiddenOracle, seeds=range(3), raise_on_failure=False)
     assert {f.check for f in harness_report.failures} == {"oracle_legal"}
+
+
+@pytest.mark.parametrize("style", TOOL_STYLES)
+def test_a_list_argument_passes_the_schema_check_and_its_hard_strings_round_trip(style: str) -> None:
+    # The defect: the action's tuple was validated as a JSON-schema array and failed on every
+    # harness; and hard strings were never tried inside lists.
+    report = check_harness(Harness(tool_style=style), Tagging, seeds=range(2), raise_on_failure=False)
+    assert report.ok, [str(f) for f in report.failures]
+    assert report.checks["round_trip"] >= len(HARD_STRINGS) * 2
 
 
 def test_an_oracle_above_the_exact_ceiling_is_rejected() -> None:

@@ -265,33 +265,47 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
         tool = next((t for t in toolbox.tools if t.spec.name == action.name), None)
         if tool is None:  # not a tool under this harness (a dropped tool, a sentinel reply)
             continue
-        args = {shown: action[p.name] for shown, p in zip(tool.arg_names, tool.params, strict=True)}
+        args = {shown: _as_json(action[p.name]) for shown, p in zip(tool.arg_names, tool.params, strict=True)}
         errors = list(jsonschema.Draft202012Validator(schemas[tool.name]).iter_errors(args))
         if errors:
             report.fail("schema", f"legal action {action} does not validate: {errors[0].message}")
         _count(report, "schema")
 
 
+def _as_json(value: Any) -> Any:
+    """An action's argument as JSON holds it: a list argument is a tuple in an
+    :class:`Action` (hashable) and an array in JSON Schema."""
+    return [_as_json(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+#: Values this check invents for a parameter type when no legal action shows one.
+_INVENTED: dict[str, Any] = {"int": 0, "str": "x", "float": 0.5, "list[int]": (0, 1), "list[str]": ("a", "b")}
+
+
 def _check_hard_strings(env: HarnessEnv, report: HarnessReport) -> None:
-    """Every exposed tool with a string argument must round-trip :data:`HARD_STRINGS` in it."""
+    """Every exposed tool with a string argument must round-trip :data:`HARD_STRINGS` in it,
+    and so must a ``list[str]`` argument holding one (as its first item)."""
     env.reset(seed=0)
     legal = env.task.legal_actions()
     for spec in env.task.action_specs:
-        if spec.name not in env.bound.tool_names or not any(p.type == "str" for p in spec.params):
+        stringy = [p for p in spec.params if p.type in ("str", "list[str]")]
+        if spec.name not in env.bound.tool_names or not stringy:
             continue
         template = next((a for a in legal if a.name == spec.name), None)
         if template is not None:
             values = dict(template.args)
-        elif all(p.type in ("int", "str") for p in spec.params):
-            values = {p.name: 0 if p.type == "int" else "x" for p in spec.params}
+        elif all(p.type in _INVENTED for p in spec.params):
+            values = {p.name: _INVENTED[p.type] for p in spec.params}
         else:  # a parameter type this check cannot invent a value for
             continue
-        for param in spec.params:
-            if param.type != "str":
-                continue
+        for param in stringy:
             for hard in HARD_STRINGS:
+                if param.type == "str":
+                    value: Any = hard
+                else:
+                    value = (hard, *tuple(values.get(param.name) or ())[1:])
                 action = Action(
-                    spec.name, tuple((n, hard if n == param.name else v) for n, v in values.items())
+                    spec.name, tuple((n, value if n == param.name else v) for n, v in values.items())
                 )
                 _count(report, "round_trip")
                 err = _round_trip_problem(env, action)
