@@ -142,6 +142,27 @@ class Typing(PickLargest):
         return super().step(action)
 
 
+class StringHash(PickLargest):
+    """Orders its numbers by ``hash()`` of their names: another PYTHONHASHSEED, another instance."""
+
+    task_id = "RulesStringHash"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self.numbers = sorted(self.numbers, key=lambda n: hash(f"n{n}"))
+
+
+class SetOrder(PickLargest):
+    """Lays its numbers out in the order of a set of strings (hash order)."""
+
+    task_id = "RulesSetOrder"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        order = list({f"k{n}" for n in self.numbers})
+        self.numbers = [int(k[1:]) for k in order]
+
+
 class Tagging(PickLargest):
     """PickLargest with a ``list[str]`` argument (a correct task: every harness must pass)."""
 
@@ -236,6 +257,14 @@ def test_a_list_argument_passes_the_schema_check_and_its_hard_strings_round_trip
     report = check_harness(Harness(tool_style=style), Tagging, seeds=range(2), raise_on_failure=False)
     assert report.ok, [str(f) for f in report.failures]
     assert report.checks["round_trip"] >= len(HARD_STRINGS) * 2
+
+
+@pytest.mark.parametrize("task", [StringHash, SetOrder])
+def test_an_instance_built_from_hash_order_is_rejected(task: type[Task]) -> None:
+    report = check_task(task, seeds=range(4), raise_on_failure=False)
+    [failure] = [f for f in report.failures if f.check == "seed_decides"]
+    assert "PYTHONHASHSEED" in failure.message and "different instances" in failure.message
+    assert check_task(PickLargest, seeds=range(4)).ok  # the same rule passes a correct task
 
 
 def test_an_oracle_above_the_exact_ceiling_is_rejected() -> None:

@@ -643,10 +643,78 @@ def _oracle_trace(env: HarnessEnv, seed: int) -> list[Any]:
     return trace
 
 
+#: Run in a fresh interpreter: the oracle trace digest of each seed, for :func:`_rule_seed_decides`.
+_TRACES_CHILD = """
+import hashlib, importlib, json, sys
+from harness_gym.core import checker
+from harness_gym.core.env import HarnessEnv
+from harness_gym.core.harness import Harness
+module, name, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+task_cls = importlib.import_module(module)
+for part in name.split("."):
+    task_cls = getattr(task_cls, part)
+env = HarnessEnv(task_cls, Harness())
+out = {}
+for seed in seeds:
+    trace = checker._oracle_trace(env, seed)
+    out[seed] = [trace[0], hashlib.sha256(json.dumps(trace, default=str).encode()).hexdigest()]
+print(json.dumps(out))
+"""
+
+
+def _traces_in_subprocesses(task_cls: type[Task], seeds: list[int]) -> list[dict[str, list[str]]] | None:
+    """Each seed's (reset digest, trace digest) from interpreters with other ``PYTHONHASHSEED``s:
+    an instance built from ``hash()`` of a string or from set order changes between them, not
+    within one process. None where the task cannot be imported by name (defined in
+    ``__main__`` or a function)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if task_cls.__module__ == "__main__" or "<locals>" in task_cls.__qualname__:
+        return None
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    results = []
+    for hash_seed in ("1", "2"):
+        argv = [
+            sys.executable,
+            "-c",
+            _TRACES_CHILD,
+            task_cls.__module__,
+            task_cls.__qualname__,
+            json.dumps(seeds),
+        ]
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, env={**env, "PYTHONHASHSEED": hash_seed}, timeout=600
+        )
+        if proc.returncode != 0:
+            return None
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return results
+
+
 def _rule_seed_decides(
     task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
 ) -> None:
     env = HarnessEnv(task_cls, Harness())
+    others = _traces_in_subprocesses(task_cls, seeds)
+    if others is None:
+        report.notes.append(
+            f"seed_decides: {task_cls.__qualname__} cannot be imported by name in another process, so "
+            "instances were not compared across PYTHONHASHSEEDs"
+        )
+    else:
+        for seed in seeds:
+            one, two = others[0][str(seed)], others[1][str(seed)]
+            if one != two:
+                what = "built different instances" if one[0] != two[0] else "led to different oracle episodes"
+                report.fail(
+                    "seed_decides",
+                    f"seed {seed}: two processes with other PYTHONHASHSEEDs {what} (hash() of a string, "
+                    "or the order of a set, decides the instance): build it from the rng alone",
+                )
+                break
     for seed in seeds:
         _count(report, "seed_decides")
         traces = []
