@@ -210,6 +210,13 @@ def _read_naive(text: str) -> tuple[str, dict[str, Any]]:
 NAIVE = ToolStyle("naive_quotes", _write_naive, _read_naive, 'Reply /tool arg="value".')
 
 
+def _read_first_line(text: str) -> tuple[str, dict[str, Any]]:
+    return _read_naive(text.strip().splitlines()[0])  # the defect: the rest of the reply is dropped
+
+
+FIRST_LINE = ToolStyle("first_line", _write_naive, _read_first_line, 'Reply /tool arg="value".')
+
+
 @pytest.fixture
 def naive_style() -> Iterator[str]:
     saved = dict(tools.STYLES), dict(tools._ALL_STYLES)
@@ -265,6 +272,21 @@ def test_an_instance_built_from_hash_order_is_rejected(task: type[Task]) -> None
     [failure] = [f for f in report.failures if f.check == "seed_decides"]
     assert "PYTHONHASHSEED" in failure.message and "different instances" in failure.message
     assert check_task(PickLargest, seeds=range(4)).ok  # the same rule passes a correct task
+
+
+def test_a_style_whose_reader_drops_a_second_action_is_rejected() -> None:
+    saved = dict(tools.STYLES), dict(tools._ALL_STYLES)
+    register_tool_style(FIRST_LINE)
+    try:
+        report = check_harness(
+            Harness(tool_style="first_line"), PickLargest, seeds=range(2), raise_on_failure=False
+        )
+    finally:
+        for registry, before in zip((tools.STYLES, tools._ALL_STYLES), saved, strict=True):
+            registry.clear()
+            registry.update(before)
+    assert any("the reader drops the rest" in f.message for f in report.failures), report.failures
+    assert check_harness(Harness(tool_style="command"), PickLargest, seeds=range(2)).ok
 
 
 def test_an_oracle_above_the_exact_ceiling_is_rejected() -> None:

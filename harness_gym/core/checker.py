@@ -445,6 +445,7 @@ def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
     the ceiling search plans over.
     """
     legal = set(env.legal_actions())
+    written: list[str] = []
     for action in env.task.legal_actions():
         if not env.bound.exposes(action):
             continue
@@ -471,6 +472,25 @@ def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
                 "round_trip",
                 f"{action} {'round-trips' if ok else 'does not round-trip'} but the env "
                 f"{'omits it from' if ok else 'lists it in'} its legal actions",
+            )
+        if ok:
+            written.append(text)
+    # Two actions in one reply are never one of them run silently (a reader that stops after
+    # the first call passes every round trip and still drops the second).
+    if len(written) >= 2:
+        _count(report, "round_trip")
+        both = written[0] + "\n" + written[-1]
+        try:
+            back = env.bound.parse(both)
+        except ActionError:
+            pass
+        except Exception as err:  # noqa: BLE001 - any failure here is a finding
+            report.fail("round_trip", f"two actions {both!r} raise {type(err).__name__}: {err}")
+        else:
+            report.fail(
+                "round_trip",
+                f"two actions in one reply {both!r} parse as the one action {back}: the reader drops "
+                "the rest; it must answer multiple_actions (or another error)",
             )
 
 
