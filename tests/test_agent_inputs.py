@@ -135,3 +135,33 @@ def test_a_spec_error_echoes_at_most_a_bounded_value(tmp_path) -> None:  # noqa:
     with pytest.raises(HarnessSpecError) as err:
         Harness.from_yaml(path)
     assert len(str(err.value)) < 2_100 and "characters in all" in str(err.value)
+
+
+def test_worked_examples_never_show_the_episodes_own_page() -> None:
+    """Few pages, much hidden state: many seeds show the same page under another digest."""
+    import numpy as np
+    from test_checker_rules import PickLargest
+
+    from harness_gym import Harness
+    from harness_gym.core.env import HarnessEnv
+
+    class FewPages(PickLargest):
+        task_id = "InputsFewPages"
+
+        def reset(self, rng: np.random.Generator) -> None:
+            super().reset(rng)
+            self.numbers = [[1, 5, 3, 2, 4], [9, 7, 8, 6, 5]][int(rng.integers(2))]
+            self.hidden = int(rng.integers(10**9))  # in the digest, never shown
+
+        def state(self) -> dict:
+            return {**super().state(), "hidden": self.hidden}
+
+    env = HarnessEnv(FewPages, Harness(few_shot=2))
+    shown = 0
+    for seed in range(12):
+        env.reset(seed=seed)
+        own_page = env.bound.render(env.task.fields(), step=0)
+        examples = env._episode_examples
+        shown += len(examples)
+        assert all(obs != own_page for obs, _ in examples), seed
+    assert shown > 0  # examples were still shown (from the other page)
