@@ -80,3 +80,39 @@ def test_an_option_the_algo_does_not_read_is_refused(dest: str, algo: str, tmp_p
         err.value.code == 2 and f"{_flag(dest)} is for " in line and f"--algo {algo} would ignore it" in line
     )
     assert not out.exists()  # refused before anything was written
+
+
+def _all_actions() -> list[tuple[str, argparse.Action]]:
+    found: list[tuple[str, argparse.Action]] = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{prefix} {name}".strip())
+            else:
+                found.append((prefix, action))
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_no_option_of_any_verb_takes_a_bare_float_or_int() -> None:
+    """``type=float`` takes nan and inf (``serve --session-timeout nan`` passed); ``type=int``
+    takes any bound. Every number goes through the checked types of ``cli/common.py``."""
+    bare = [f"{verb} {a.option_strings or a.dest}" for verb, a in _all_actions() if a.type in (float, int)]
+    assert not bare, bare
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--session-timeout", "nan"],
+        ["rootfs", "prune", "--unused-days", "nan"],
+        ["search", "--agent", "random", "--tasks", "ClickButton", "--eta", "1", "--out", "x"],
+    ],
+)
+def test_numbers_that_passed_are_refused(argv: list[str]) -> None:
+    with pytest.raises(CLIExit) as err:
+        main(argv, out=io.StringIO())
+    assert err.value.code == 2 and "must be" in str(err.value), str(err.value)
