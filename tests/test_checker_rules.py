@@ -20,7 +20,7 @@ from harness_gym.analysis.ceiling import seed_ceiling
 from harness_gym.core import checker, tools
 from harness_gym.core.checker import HARD_STRINGS, TASK_RULES, check_harness, check_task
 from harness_gym.core.env import HarnessEnv
-from harness_gym.core.tools import ToolStyle, register_tool_style
+from harness_gym.core.tools import TOOL_STYLES, ToolStyle, register_tool_style
 
 
 class PickLargest(Task):
@@ -81,6 +81,15 @@ class HiddenOracle(PickLargest):
         return [a for a in super().legal_actions() if a != Action.of("pick", index=best)]
 
 
+class NoLegalActions(PickLargest):
+    """Lists no legal action at all while its oracle wins: the exact ceiling search says 0."""
+
+    task_id = "RulesNoLegalActions"
+
+    def legal_actions(self) -> list[Action]:
+        return []
+
+
 class PythonGlobalRandom(PickLargest):
     """Draws its numbers from Python's global ``random``, not from the rng it is given."""
 
@@ -133,6 +142,46 @@ class Typing(PickLargest):
         return super().step(action)
 
 
+class StringHash(PickLargest):
+    """Orders its numbers by ``hash()`` of their names: another PYTHONHASHSEED, another instance."""
+
+    task_id = "RulesStringHash"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self.numbers = sorted(self.numbers, key=lambda n: hash(f"n{n}"))
+
+
+class SetOrder(PickLargest):
+    """Lays its numbers out in the order of a set of strings (hash order)."""
+
+    task_id = "RulesSetOrder"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        order = list({f"k{n}" for n in self.numbers})
+        self.numbers = [int(k[1:]) for k in order]
+
+
+class Tagging(PickLargest):
+    """PickLargest with a ``list[str]`` argument (a correct task: every harness must pass)."""
+
+    task_id = "RulesTagging"
+    action_specs = (
+        *PickLargest.action_specs,
+        ActionSpec("tag", "Tag the numbers.", (Param("labels", "list[str]", "The labels."),)),
+    )
+
+    def legal_actions(self) -> list[Action]:
+        legal = super().legal_actions()
+        return [*legal, Action.of("tag", labels=("big", "small"))] if legal else legal
+
+    def step(self, action: Action) -> StepResult:
+        if action.name == "tag":
+            return StepResult(reward=0.0, terminated=False, success=False)
+        return super().step(action)
+
+
 # -- a plugin style whose reader breaks on a double quote ---------------------------------------
 
 _ARG = re.compile(r'\s+([A-Za-z_]\w*)=("[^"]*"|-?\d+)')
@@ -159,6 +208,13 @@ def _read_naive(text: str) -> tuple[str, dict[str, Any]]:
 
 
 NAIVE = ToolStyle("naive_quotes", _write_naive, _read_naive, 'Reply /tool arg="value".')
+
+
+def _read_first_line(text: str) -> tuple[str, dict[str, Any]]:
+    return _read_naive(text.strip().splitlines()[0])  # the defect: the rest of the reply is dropped
+
+
+FIRST_LINE = ToolStyle("first_line", _write_naive, _read_first_line, 'Reply /tool arg="value".')
 
 
 @pytest.fixture
@@ -192,11 +248,58 @@ def test_an_oracle_outside_the_legal_actions_is_rejected() -> None:
             break
     assert reward == 1.0
     report = check_task(HiddenOracle, seeds=range(5), ceiling=seed_ceiling, raise_on_failure=False)
-    assert [f.check for f in report.failures] == ["oracle_legal"]
-    assert "is not among the legal actions" in report.failures[0].message
-    assert TASK_RULES["oracle_legal"] in report.failures[0].message
+    # oracle_optimal fails too: the oracle beats the exact ceiling the search computed.
+    assert {f.check for f in report.failures} == {"oracle_legal", "oracle_optimal"}
+    [legal] = [f for f in report.failures if f.check == "oracle_legal"]
+    assert "is not among the legal actions" in legal.message
+    assert TASK_RULES["oracle_legal"] in legal.message
     harness_report = check_harness(Harness(), HiddenOracle, seeds=range(3), raise_on_failure=False)
     assert {f.check for f in harness_report.failures} == {"oracle_legal"}
+
+
+@pytest.mark.parametrize("style", TOOL_STYLES)
+def test_a_list_argument_passes_the_schema_check_and_its_hard_strings_round_trip(style: str) -> None:
+    # The defect: the action's tuple was validated as a JSON-schema array and failed on every
+    # harness; and hard strings were never tried inside lists.
+    report = check_harness(Harness(tool_style=style), Tagging, seeds=range(2), raise_on_failure=False)
+    assert report.ok, [str(f) for f in report.failures]
+    assert report.checks["round_trip"] >= len(HARD_STRINGS) * 2
+
+
+@pytest.mark.parametrize("task", [StringHash, SetOrder])
+def test_an_instance_built_from_hash_order_is_rejected(task: type[Task]) -> None:
+    report = check_task(task, seeds=range(4), raise_on_failure=False)
+    [failure] = [f for f in report.failures if f.check == "seed_decides"]
+    assert "PYTHONHASHSEED" in failure.message and "different instances" in failure.message
+    assert check_task(PickLargest, seeds=range(4)).ok  # the same rule passes a correct task
+
+
+def test_a_style_whose_reader_drops_a_second_action_is_rejected() -> None:
+    saved = dict(tools.STYLES), dict(tools._ALL_STYLES)
+    register_tool_style(FIRST_LINE)
+    try:
+        report = check_harness(
+            Harness(tool_style="first_line"), PickLargest, seeds=range(2), raise_on_failure=False
+        )
+    finally:
+        for registry, before in zip((tools.STYLES, tools._ALL_STYLES), saved, strict=True):
+            registry.clear()
+            registry.update(before)
+    assert any("the reader drops the rest" in f.message for f in report.failures), report.failures
+    assert check_harness(Harness(tool_style="command"), PickLargest, seeds=range(2)).ok
+
+
+def test_an_oracle_above_the_exact_ceiling_is_rejected() -> None:
+    # The defect: ceiling 0.0 "exact" beside an oracle scoring 1.0, and check_task passed.
+    assert seed_ceiling(NoLegalActions, Harness(), 0) == (0.0, "exact")
+    report = check_task(NoLegalActions, seeds=range(4), ceiling=seed_ceiling, raise_on_failure=False)
+    above = [f for f in report.failures if f.check == "oracle_optimal"]
+    assert above and "exact ceiling is 0" in above[0].message
+    assert "legal_actions() empty or incomplete" in above[0].message
+    harness_report = check_harness(
+        Harness(tool_style="xml"), NoLegalActions, range(2), ceiling=seed_ceiling, raise_on_failure=False
+    )
+    assert any("no policy can beat the exact ceiling" in f.message for f in harness_report.failures)
 
 
 def test_a_style_whose_reader_breaks_on_quotes_is_rejected(naive_style: str, monkeypatch) -> None:

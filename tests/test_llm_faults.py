@@ -121,6 +121,12 @@ class StandIn:
                     behaviour = stand_in.script.pop(0) if stand_in.script else stand_in.default
                 behaviour(self, body)
 
+            def do_GET(self) -> None:  # noqa: N802 - /v1/models as vLLM lists it; no /version
+                if self.path.rstrip("/").endswith("/models"):
+                    listed = {"object": "list", "data": [{"id": "stand-in", "object": "model"}]}
+                    return _send(self, 200, json.dumps(listed).encode(), {"Content-Type": "application/json"})
+                _send(self, 404, b'{"detail": "Not Found"}', {"Content-Type": "application/json"})
+
             def log_message(self, *args: Any) -> None:
                 pass
 

@@ -37,10 +37,13 @@ ENV = "harness_gym/ClickButton-Json-v0"
 
 
 class Server:
-    """Serves ``models`` (id -> extra /v1/models fields); ``mode``: ok | hang."""
+    """Serves ``models`` (id -> extra /v1/models fields); ``mode``: ok | hang. While
+    ``models_status`` is set, ``GET /v1/models`` answers that status (a server still starting)."""
 
     def __init__(self, models: dict[str, dict[str, Any]], mode: str = "ok") -> None:
         self.models, self.mode, self.chats = models, mode, 0
+        self.models_status: int | None = None
+        self.listings = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,6 +59,9 @@ class Server:
                     pass
 
             def do_GET(self) -> None:  # noqa: N802
+                server.listings += 1
+                if server.models_status is not None:
+                    return self._send(server.models_status, {"error": {"message": "starting"}})
                 listed = [
                     {"id": k, "object": "model", "created": int(time.time()), **v}
                     for k, v in server.models.items()
@@ -149,6 +155,44 @@ def test_revision_is_part_of_the_identity_and_the_name(servers: list[Server], tm
     assert one.name.endswith("revision=r1") and parse_agent(spec + "&revision=r2").name == two.name
 
 
+def test_an_unverified_identity_is_asked_again_and_never_cached(
+    servers: list[Server],
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    a = Server({"m": {"root": "/ckpt/a"}})
+    b = Server({"m": {"root": "/ckpt/b"}})  # another model, later, under the same name
+    servers += [a, b]
+    a.models_status = b.models_status = 503  # both still starting when the run begins
+    first = _play(f"openai:m@{a.url}?max_tokens=4&cache={cache}", range(3))
+    assert first.backend.identity.startswith("unverified:m:") and a.chats == 3
+    assert not list(cache.rglob("*.json"))  # nothing cached under a name alone
+    assert first.episode_record()["model_identity"].startswith("unverified:")
+    other = _play(f"openai:m@{b.url}?max_tokens=4&cache={cache}", range(3))
+    assert (other.cache.hits, b.chats) == (0, 3)  # never the first model's replies
+    # The first server finishes starting: the same backend asks again and now keys its replies.
+    asked = a.listings
+    a.models_status = None
+    first.backend.identity  # noqa: B018
+    assert first.backend.identity.startswith("served:m:") and a.listings == asked + 1
+    env = gym.make(ENV)
+    obs, info = env.reset(seed=7)
+    first.reset(7)
+    first.act(obs, info)
+    assert len(list(cache.rglob("*.json"))) == 1
+    again = _play(f"openai:m@{a.url}?max_tokens=4&cache={cache}", range(7, 8))
+    assert again.cache.hits == 1 and again.episode_record()["model_identity"] == first.backend.identity
+
+
+def test_a_server_without_a_models_route_is_asked_once(servers: list[Server], tmp_path: Path) -> None:
+    a = Server({"m": {}})
+    servers.append(a)
+    a.models_status = 404  # up, but no such route (a 4xx is final): asked once, still unverified
+    agent = _play(f"openai:m@{a.url}?max_tokens=4&cache={tmp_path}", range(3))
+    assert agent.backend.identity.startswith("unverified:m:") and a.listings == 1
+    assert agent.cache.hits == 0 and not list(tmp_path.rglob("*.json"))
+
+
 # -- local folders (a tiny random Llama, built here) ---------------------------------------------
 
 
@@ -215,6 +259,38 @@ def test_folder_identity_is_memoized_and_names_an_empty_folder(tmp_path: Path) -
     identity._MEMO.clear()  # another process: read back from the on-disk memo, same answer
     assert folder_identity(folder) == first
     (folder / "model.safetensors").write_bytes(b"v" * 1000)  # same size, new mtime and content
+    assert folder_identity(folder) != first
+
+
+@pytest.mark.parametrize("how", ["cp -p", "rsync -a", "archive"])
+def test_weights_replaced_with_their_old_mtime_are_hashed_again(tmp_path: Path, how: str) -> None:
+    import os
+    import shutil
+    import tarfile
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"w" * 1000)
+    mtime = 1_700_000_000 * 10**9  # whole seconds, as a tar archive keeps them
+    os.utime(weights, ns=(mtime, mtime))
+    first = folder_identity(folder)
+    new = tmp_path / "new.safetensors"
+    new.write_bytes(b"v" * 1000)  # same size, other content
+    os.utime(new, ns=(mtime, mtime))  # the mtime that cp -p / rsync -a / an archive restores
+    if how == "archive":
+        with tarfile.open(tmp_path / "w.tar", "w") as tar:
+            tar.add(new, arcname="model.safetensors")
+        with tarfile.open(tmp_path / "w.tar") as tar:
+            tar.extractall(folder, filter="data")
+    elif how == "cp -p":
+        shutil.copy2(new, weights)  # in place: the same inode, size and mtime
+    else:
+        tmp = folder / ".model.safetensors.tmp"
+        shutil.copy2(new, tmp)
+        os.replace(tmp, weights)  # rsync's way: a new file renamed over the old one
+    stat = weights.stat()
+    assert (stat.st_size, stat.st_mtime_ns) == (1000, mtime)
     assert folder_identity(folder) != first
 
 
@@ -308,3 +384,29 @@ def test_embedded_model_rows_carry_its_content_hash_and_rerun_from_cache(tmp_pat
     assert first.episode_record()["model_identity"].startswith("sha256:") and first.cache.hits == 0
     again = _play(spec + "&threads=1", range(2))
     assert again.cache.hits == 2 and again.name == first.name == "llm?max_tokens=8"
+
+
+def _sweep_cli(url: str, out: Path, space: Path, *flags: str) -> tuple[int, str]:
+    agent = f"openai:m@{url}?max_tokens=4&retries=0&timeout=1&cache=off"
+    argv = ["sweep", "--agent", agent, "--tasks", "ClickButton", "--space", str(space), "--subset", "all"]
+    argv += ["--seeds", "1", "--workers", "0", "--no-ceiling", "--quiet", "--out", str(out), *flags]
+    try:
+        code = main(argv, out=io.StringIO())
+    except SystemExit as err:
+        return int(err.code or 0), str(err)
+    return int(code or 0), ""
+
+
+def test_sweep_exits_non_zero_while_outage_rows_remain(servers: list[Server], tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text("factors:\n  tool_style: [json, xml]\n")
+    out = tmp_path / "sweep"
+    code, line = _sweep_cli(_dead_url(), out, space)
+    assert code == 2 and "2 of 2 rows lost model replies" in line and "--retry-errors" in line
+    assert (out / "episodes.jsonl").exists()  # the rows are kept, for --retry-errors
+    code, line = _sweep_cli(_dead_url(), out, space)  # resumed: nothing run, the outage remains
+    assert code == 2 and "lost model replies" in line
+    up = Server({"m": {}})
+    servers.append(up)
+    assert _sweep_cli(up.url, out, space, "--retry-errors") == (0, "")
+    assert up.chats > 0

@@ -278,7 +278,7 @@ def test_parallel_tool_calls_follow_the_multiple_actions_rule(
 
 def test_server_version_is_unknown_without_the_route(stand_in: StandIn, make_backend) -> None:
     backend = make_backend(stand_in.base_url)
-    assert backend.server_version == "unknown"  # the stand-in has no GET routes
+    assert backend.server_version == "unknown"  # the stand-in has no /version route
 
 
 def test_a_constrained_reply_cut_at_the_limit_is_truncated(stand_in: StandIn, make_backend) -> None:

@@ -53,6 +53,15 @@ def test_the_server_version_is_recorded(backend: OpenAIBackend) -> None:
     assert agent.episode_record()["server_version"] == backend.server_version
 
 
+def test_no_reply_is_lost_from_a_cold_process(vllm_server: VLLMServer) -> None:
+    """Issue 43: a fresh process with many requests in flight lost most replies to a
+    half-imported ``httpx`` (``tests/test_llm_cold_start.py`` has the same check without a GPU)."""
+    from test_llm_cold_start import cold_client
+
+    result = cold_client(vllm_server.base_url, vllm_server.model, 64)
+    assert result["identity"].startswith(f"served:{vllm_server.model}:") and result["version"] != "unknown"
+
+
 def test_top_k_passes_through_and_changes_sampling(backend: OpenAIBackend, vllm_server: VLLMServer) -> None:
     """temperature 1 with top_k=1 is greedy decoding: the same text as temperature 0."""
     greedy = _one(backend, Sampling(temperature=0.0, max_tokens=20)).text

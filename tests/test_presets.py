@@ -27,7 +27,7 @@ from harness_gym.core.presets import (
     resolve_harness,
 )
 from harness_gym.core.task import Action
-from harness_gym.core.tools import TOOL_STYLES
+from harness_gym.core.tools import TOOL_STYLES, ActionError
 from harness_gym.envs.web.base import WEB_ACTIONS, WebTask
 
 FIELDS = ("instruction", "title", "page")
@@ -195,9 +195,11 @@ def test_webarena_style_is_read_by_webarena_own_action_regexes() -> None:
         "will perform is ```type [164] [restaurants near CMU]```"
     )
     assert harness.parse(reply) == Action.of("type", ref=164, text="restaurants near CMU")
-    # WebArena's press_enter_after flag is what the preset cannot reproduce (documented): the
-    # last argument runs to the last "]", so a flag is read as part of the typed text.
-    assert harness.parse("type [164] [CMU] [1]") == Action.of("type", ref=164, text="CMU] [1")
+    # WebArena's press_enter_after flag is what the preset cannot reproduce (documented): a
+    # third bracket group is refused, never folded into the typed text (issue 43).
+    with pytest.raises(ActionError) as err:
+        harness.parse("type [164] [CMU] [1]")
+    assert err.value.kind == "extra_argument"
 
 
 def test_miniwob_style_uses_only_keys_of_the_miniwob_action_space() -> None:

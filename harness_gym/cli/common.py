@@ -19,6 +19,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -381,15 +382,28 @@ def output_file(path: str | Path, flag: str = "--out") -> Path:
 
 
 def output_dir(path: str | Path, flag: str = "--out") -> Path:
-    """Check an output folder can be written before any work is done (not created here)."""
+    """Make the output folder and write a probe file in it, before any work is done.
+
+    Permission bits do not tell everything: root passes ``os.access`` on ``/proc`` and on a
+    read-only mount, and a training run found out only when it saved its model. So the folder
+    is created and a file is written and removed in it: what the OS refuses is found now."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CommandError(f"{flag} {path} is a file; this command writes a folder there")
-    if path.is_dir():
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise CommandError(f"{flag} {path} cannot be written: permission denied")
-        return path
-    _check_writable_under(path, flag)
+    if not path.is_dir():
+        _check_writable_under(path, flag)
+    elif not os.access(path, os.W_OK | os.X_OK):
+        raise CommandError(f"{flag} {path} cannot be written: permission denied")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".harness-gym-probe-")
+        try:
+            os.write(fd, b"probe")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as err:
+        raise CommandError(f"{flag} {path} cannot be written: {err.strerror or one_line(err)}") from None
     return path
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness_gym.cli.common import CommandError, table
+from harness_gym.cli.common import CommandError, non_negative_float, table
 
 HELP = "list, build or prune the cache of root file systems for terminal tasks"
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--run", action="append", default=[], help="a RUN step (repeatable; with --from)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     prune = sub.add_parser("prune", help="remove built file systems (and half-finished builds, failed logs)")
-    prune.add_argument("--unused-days", type=float, help="only those unused for this many days")
+    prune.add_argument("--unused-days", type=non_negative_float, help="only those unused for this many days")
     prune.add_argument("--all", action="store_true", help="every built file system")
     prune.add_argument("--bases", action="store_true", help="the mmdebstrap bases too")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness_gym.analysis.agent_spec import AGENT_FORMS
-from harness_gym.cli.common import CommandError, non_negative_int, output_dir, positive_int
+from harness_gym.cli.common import CommandError, int_at_least, non_negative_int, output_dir, positive_int
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
 from harness_gym.logging_backends import active, add_log_arguments, cli_log
 
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="test seeds (100000..): only the final table sees them",
     )
     parser.add_argument(
-        "--eta", type=int, default=2, help="successive halving keeps the best 1/eta (default 2)"
+        "--eta", type=int_at_least(2), default=2, help="successive halving keeps the best 1/eta (default 2)"
     )
     parser.add_argument(
         "--random",

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from harness_gym.cli.common import CommandError, int_at_least, positive_int
+from harness_gym.cli.common import CommandError, int_at_least, non_negative_float, positive_int
 
 HELP = "serve harness envs over openenv's HTTP / WebSocket protocol"
 
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--session-timeout",
-        type=float,
+        type=non_negative_float,
         default=300.0,
         help="seconds a session with no connected WebSocket (HTTP MCP) may stay idle before it is destroyed (0: never); a WebSocket session lives as long as its socket",
     )

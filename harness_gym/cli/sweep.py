@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness_gym.analysis.agent_spec import AGENT_FORMS
 from harness_gym.analysis.sweep import ALL_LIMIT, BACKENDS, SUBSET_FORMS
-from harness_gym.cli.common import non_negative_int, output_dir, positive_int, seed_int
+from harness_gym.cli.common import CommandError, non_negative_int, output_dir, positive_int, seed_int
 from harness_gym.cli.report import build
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
 from harness_gym.logging_backends import active, add_log_arguments, cli_log
@@ -125,13 +125,30 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         f"({rate:,.0f} cells/s), {result.n_errors:,} with errors\n"
         f"rows: {result.parquet} and {result.jsonl}\n"
     )
-    _summary(result.rows(), out)
+    rows = result.rows()
+    _summary(rows, out)
     if args.report:
         report = build(args.out, None, None, out)
         out.write(f"report: {report.html}\n")
     else:
         out.write(f"next: harness-gym report {args.out}\n")
+    _fail_on_outages(rows)
     return 0
+
+
+def _fail_on_outages(rows: Any) -> None:
+    """A failing exit (2, as eval and search) while the folder holds rows whose episodes lost
+    model replies: an outage is not a 0% success rate, and a batch job must see it."""
+    from harness_gym.analysis.sweep.cell import is_outage
+
+    records = rows.to_dict("records") if "error" in getattr(rows, "columns", ()) else []
+    lost = [r for r in records if is_outage(r)]
+    if lost:
+        raise CommandError(
+            f"{len(lost)} of {len(records)} rows lost model replies and are left out of every "
+            f"statistic: {lost[0]['error']}; check the server (URL, model name, timeout), then run "
+            "the same command with --retry-errors"
+        )
 
 
 def _summary(rows: object, out: TextIO) -> None:

@@ -31,7 +31,24 @@ from harness_gym.cli.common import (
 from harness_gym.logging_backends import LogError, add_log_arguments, check_backend, cli_log
 
 HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
-TRAIN_ALGOS = ("maskable_ppo", "ppo", "dqn", "text_policy", *train_lm.LM_ALGOS)
+SB3_ALGOS = ("maskable_ppo", "ppo", "dqn")
+TRAIN_ALGOS = (*SB3_ALGOS, "text_policy", *train_lm.LM_ALGOS)
+SFT, GRPO = train_lm.LM_ALGOS
+
+#: Which algos read each option that not every algo reads (by argparse ``dest``). An option
+#: given with another algo is refused, never ignored: :func:`refuse_unread`.
+READ_BY: dict[str, tuple[str, ...]] = {
+    "steps": (*SB3_ALGOS, "text_policy", GRPO),
+    "max_actions": SB3_ALGOS,
+    "features_dim": SB3_ALGOS,
+    "menu_dim": SB3_ALGOS,
+    "n_envs": SB3_ALGOS,
+    "iterations": ("text_policy",),
+    "grouping": ("text_policy", GRPO),
+    **{dest: train_lm.LM_ALGOS for dest in train_lm.LM_OPTIONS},
+    **{dest: (SFT,) for dest in train_lm.SFT_ONLY},
+    **{dest: (GRPO,) for dest in train_lm.GRPO_ONLY},
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps",
         type=positive_int,
         default=None,
-        help="SB3: total env steps (default 20000); grpo-lm: optimizer steps (default 10); not sft-lm",
+        help="SB3: total env steps (default 20000); text_policy: GRPO iterations (as --iterations); "
+        "grpo-lm: optimizer steps (default 10); not sft-lm",
     )
     parser.add_argument("--seed", type=seed_int, default=0)
     parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
@@ -66,9 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hyperparams",
         default="{}",
-        help="JSON object of algorithm keyword arguments, e.g. '{\"learning_rate\": 1e-3}'",
+        help="JSON object of algorithm keyword arguments, e.g. '{\"learning_rate\": 1e-3}' (sft-lm, "
+        "grpo-lm: fields of their configs, such as lr_scheduler or warmup_steps)",
     )
-    parser.add_argument("--iterations", type=positive_int, default=30, help="text_policy: GRPO iterations")
+    parser.add_argument(
+        "--iterations", type=positive_int, default=None, help="text_policy: GRPO iterations (default 30)"
+    )
     parser.add_argument(
         "--grouping", choices=("within", "cross"), default="within", help="text_policy and grpo-lm"
     )
@@ -80,6 +101,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_log_arguments(parser, "<--out>/logs")
     train_lm.add_arguments(parser)
+    parser.set_defaults(option_defaults={a.dest: a.default for a in parser._actions if a.option_strings})
+
+
+def refuse_unread(args: argparse.Namespace) -> None:
+    """Refuse every option that ``--algo`` would not read (a value other than its default)."""
+    defaults = getattr(args, "option_defaults", {})
+    for dest, algos in READ_BY.items():
+        if args.algo not in algos and getattr(args, dest) != defaults.get(dest):
+            flag = "--model" if dest == "lm_model" else "--" + dest.replace("_", "-")
+            raise CommandError(f"{flag} is for {', '.join(algos)}: --algo {args.algo} would ignore it")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -90,8 +121,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         check_backend(args.log)
     except LogError as err:
         raise CommandError(str(err)) from None
+    refuse_unread(args)
     if args.algo in train_lm.LM_ALGOS:
         return train_lm.run(args, out)
+    if args.algo == "text_policy":
+        if args.steps is not None and args.iterations not in (None, args.steps):
+            raise CommandError(
+                f"--steps {args.steps} and --iterations {args.iterations} both set the text policy's "
+                "iterations: give one"
+            )
+        args.iterations = args.steps or args.iterations or 30
     args.steps = 20_000 if args.steps is None else args.steps
     for env_id in args.env:
         require_env_id(env_id)

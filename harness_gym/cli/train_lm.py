@@ -42,6 +42,15 @@ PRECISIONS = ("auto", "fp32", "bf16")
 VLLM_MODES = ("server", "colocate")
 SFT_LEARNING_RATE = 5e-5
 GRPO_LEARNING_RATE = 5e-6
+#: The options (argparse ``dest``) of this group: both LM algos read them, except these.
+LM_OPTIONS = (
+    "lm_model", "space", "subset", "micro_batch", "train_seeds", "train_seed_start", "learning_rate",
+    "precision", "gradient_checkpointing", "max_context_tokens", "lora_r",
+)  # fmt: skip
+SFT_ONLY = ("epochs", "batch_size", "unit")
+GRPO_ONLY = ("group_size", "groups_per_step", "beta", "max_tokens", "temperature", "vllm_mode")
+#: Config fields the command line sets itself (not through --hyperparams).
+SET_BY_COMMAND = ("task", "harnesses", "train_seeds", "model", "rollout")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -164,11 +173,39 @@ def check_vllm_mode(mode: str | None) -> None:
         )
 
 
+def hyperparams(args: argparse.Namespace) -> dict[str, object]:
+    """``--hyperparams`` as fields of the algo's config, checked before anything loads: an
+    unknown key is refused, and so is a key that an option of its own sets (give the option)."""
+    from dataclasses import fields
+
+    from harness_gym.cli.common import json_object
+    from harness_gym.train.grpo_lm import GRPOLMConfig
+    from harness_gym.train.sft_lm import SFTLMConfig
+
+    given = json_object(args.hyperparams, "--hyperparams")
+    config = SFTLMConfig if args.algo == "sft-lm" else GRPOLMConfig
+    known = [f.name for f in fields(config) if f.name not in SET_BY_COMMAND]
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise CommandError(
+            f"--hyperparams: --algo {args.algo} has no {', '.join(map(repr, unknown))}; "
+            f"its keys: {', '.join(known)}"
+        )
+    return given
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Train with ``--algo`` (sft-lm or grpo-lm), save to ``--out``, evaluate greedily on seeds 0.."""
+    args.lm_hyperparams = hyperparams(args)
     if args.algo == "sft-lm":
         return run_sft(args, out)
     return run_grpo(args, out)
+
+
+def _config(config: type, args: argparse.Namespace, **kwargs: object) -> object:
+    """The algo's config from its options, then ``--hyperparams`` (which override them)."""
+    kwargs.update(args.lm_hyperparams)
+    return config(**kwargs)
 
 
 def run_sft(args: argparse.Namespace, out: TextIO) -> int:
@@ -198,7 +235,9 @@ def run_sft(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.train.sft_lm import SFTLMConfig, train_sft_lm
 
     try:
-        config = SFTLMConfig(
+        config = _config(
+            SFTLMConfig,
+            args,
             task=task,
             harnesses=harnesses,
             train_seeds=list(range(args.train_seed_start, args.train_seed_start + args.train_seeds)),
@@ -261,7 +300,9 @@ def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.train.lm_rollout import RolloutConfig
 
     try:
-        config = GRPOLMConfig(
+        config = _config(
+            GRPOLMConfig,
+            args,
             task=task,
             harnesses=harnesses,
             train_seeds=list(range(args.train_seed_start, args.train_seed_start + args.train_seeds)),

@@ -265,33 +265,47 @@ def _check_schema(env: HarnessEnv, report: HarnessReport) -> None:
         tool = next((t for t in toolbox.tools if t.spec.name == action.name), None)
         if tool is None:  # not a tool under this harness (a dropped tool, a sentinel reply)
             continue
-        args = {shown: action[p.name] for shown, p in zip(tool.arg_names, tool.params, strict=True)}
+        args = {shown: _as_json(action[p.name]) for shown, p in zip(tool.arg_names, tool.params, strict=True)}
         errors = list(jsonschema.Draft202012Validator(schemas[tool.name]).iter_errors(args))
         if errors:
             report.fail("schema", f"legal action {action} does not validate: {errors[0].message}")
         _count(report, "schema")
 
 
+def _as_json(value: Any) -> Any:
+    """An action's argument as JSON holds it: a list argument is a tuple in an
+    :class:`Action` (hashable) and an array in JSON Schema."""
+    return [_as_json(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+#: Values this check invents for a parameter type when no legal action shows one.
+_INVENTED: dict[str, Any] = {"int": 0, "str": "x", "float": 0.5, "list[int]": (0, 1), "list[str]": ("a", "b")}
+
+
 def _check_hard_strings(env: HarnessEnv, report: HarnessReport) -> None:
-    """Every exposed tool with a string argument must round-trip :data:`HARD_STRINGS` in it."""
+    """Every exposed tool with a string argument must round-trip :data:`HARD_STRINGS` in it,
+    and so must a ``list[str]`` argument holding one (as its first item)."""
     env.reset(seed=0)
     legal = env.task.legal_actions()
     for spec in env.task.action_specs:
-        if spec.name not in env.bound.tool_names or not any(p.type == "str" for p in spec.params):
+        stringy = [p for p in spec.params if p.type in ("str", "list[str]")]
+        if spec.name not in env.bound.tool_names or not stringy:
             continue
         template = next((a for a in legal if a.name == spec.name), None)
         if template is not None:
             values = dict(template.args)
-        elif all(p.type in ("int", "str") for p in spec.params):
-            values = {p.name: 0 if p.type == "int" else "x" for p in spec.params}
+        elif all(p.type in _INVENTED for p in spec.params):
+            values = {p.name: _INVENTED[p.type] for p in spec.params}
         else:  # a parameter type this check cannot invent a value for
             continue
-        for param in spec.params:
-            if param.type != "str":
-                continue
+        for param in stringy:
             for hard in HARD_STRINGS:
+                if param.type == "str":
+                    value: Any = hard
+                else:
+                    value = (hard, *tuple(values.get(param.name) or ())[1:])
                 action = Action(
-                    spec.name, tuple((n, hard if n == param.name else v) for n, v in values.items())
+                    spec.name, tuple((n, value if n == param.name else v) for n, v in values.items())
                 )
                 _count(report, "round_trip")
                 err = _round_trip_problem(env, action)
@@ -379,6 +393,8 @@ def _check_episode(
                     f"seed {seed}: the oracle returns {runs[0]['return']:g} through this harness but "
                     f"the exact ceiling is {best:g}: the oracle is not optimal here",
                 )
+            elif method == "exact" and runs[0]["return"] > best + 1e-9:
+                report.fail("oracle", _above_ceiling(seed, runs[0]["return"], best))
 
 
 def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str, Any]:
@@ -429,6 +445,7 @@ def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
     the ceiling search plans over.
     """
     legal = set(env.legal_actions())
+    written: list[str] = []
     for action in env.task.legal_actions():
         if not env.bound.exposes(action):
             continue
@@ -455,6 +472,25 @@ def _check_round_trips(env: HarnessEnv, report: HarnessReport) -> None:
                 "round_trip",
                 f"{action} {'round-trips' if ok else 'does not round-trip'} but the env "
                 f"{'omits it from' if ok else 'lists it in'} its legal actions",
+            )
+        if ok:
+            written.append(text)
+    # Two actions in one reply are never one of them run silently (a reader that stops after
+    # the first call passes every round trip and still drops the second).
+    if len(written) >= 2:
+        _count(report, "round_trip")
+        both = written[0] + "\n" + written[-1]
+        try:
+            back = env.bound.parse(both)
+        except ActionError:
+            pass
+        except Exception as err:  # noqa: BLE001 - any failure here is a finding
+            report.fail("round_trip", f"two actions {both!r} raise {type(err).__name__}: {err}")
+        else:
+            report.fail(
+                "round_trip",
+                f"two actions in one reply {both!r} parse as the one action {back}: the reader drops "
+                "the rest; it must answer multiple_actions (or another error)",
             )
 
 
@@ -541,6 +577,8 @@ def _rule_oracle_optimal(
         if method == "exact" and best is not None:
             if run["return"] < best - 1e-9:
                 missed.append(f"seed {seed}: return {run['return']:g} < exact ceiling {best:g}")
+            elif run["return"] > best + 1e-9:
+                report.fail("oracle_optimal", _above_ceiling(seed, run["return"], best))
         else:
             inexact.append(seed)
             if not run["success"]:
@@ -559,6 +597,16 @@ def _rule_oracle_optimal(
             f"oracle_optimal: the exact ceiling search did not finish on seed(s) {inexact[:10]}; "
             "there the oracle was held to success instead"
         )
+
+
+def _above_ceiling(seed: int, value: float, best: float) -> str:
+    """The failure of an oracle that beats the exact ceiling: no policy can, so the search
+    missed actions the oracle takes (``legal_actions()`` empty or incomplete)."""
+    return (
+        f"seed {seed}: the oracle returns {value:g} but the exact ceiling is {best:g}: no policy can "
+        "beat the exact ceiling, so the search missed the oracle's actions (legal_actions() empty "
+        "or incomplete while the oracle acts)"
+    )
 
 
 def _rule_instances_vary(
@@ -615,10 +663,78 @@ def _oracle_trace(env: HarnessEnv, seed: int) -> list[Any]:
     return trace
 
 
+#: Run in a fresh interpreter: the oracle trace digest of each seed, for :func:`_rule_seed_decides`.
+_TRACES_CHILD = """
+import hashlib, importlib, json, sys
+from harness_gym.core import checker
+from harness_gym.core.env import HarnessEnv
+from harness_gym.core.harness import Harness
+module, name, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+task_cls = importlib.import_module(module)
+for part in name.split("."):
+    task_cls = getattr(task_cls, part)
+env = HarnessEnv(task_cls, Harness())
+out = {}
+for seed in seeds:
+    trace = checker._oracle_trace(env, seed)
+    out[seed] = [trace[0], hashlib.sha256(json.dumps(trace, default=str).encode()).hexdigest()]
+print(json.dumps(out))
+"""
+
+
+def _traces_in_subprocesses(task_cls: type[Task], seeds: list[int]) -> list[dict[str, list[str]]] | None:
+    """Each seed's (reset digest, trace digest) from interpreters with other ``PYTHONHASHSEED``s:
+    an instance built from ``hash()`` of a string or from set order changes between them, not
+    within one process. None where the task cannot be imported by name (defined in
+    ``__main__`` or a function)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if task_cls.__module__ == "__main__" or "<locals>" in task_cls.__qualname__:
+        return None
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    results = []
+    for hash_seed in ("1", "2"):
+        argv = [
+            sys.executable,
+            "-c",
+            _TRACES_CHILD,
+            task_cls.__module__,
+            task_cls.__qualname__,
+            json.dumps(seeds),
+        ]
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, env={**env, "PYTHONHASHSEED": hash_seed}, timeout=600
+        )
+        if proc.returncode != 0:
+            return None
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return results
+
+
 def _rule_seed_decides(
     task_cls: type[Task], seeds: list[int], report: HarnessReport, ceiling: CeilingFn | None
 ) -> None:
     env = HarnessEnv(task_cls, Harness())
+    others = _traces_in_subprocesses(task_cls, seeds)
+    if others is None:
+        report.notes.append(
+            f"seed_decides: {task_cls.__qualname__} cannot be imported by name in another process, so "
+            "instances were not compared across PYTHONHASHSEEDs"
+        )
+    else:
+        for seed in seeds:
+            one, two = others[0][str(seed)], others[1][str(seed)]
+            if one != two:
+                what = "built different instances" if one[0] != two[0] else "led to different oracle episodes"
+                report.fail(
+                    "seed_decides",
+                    f"seed {seed}: two processes with other PYTHONHASHSEEDs {what} (hash() of a string, "
+                    "or the order of a set, decides the instance): build it from the rng alone",
+                )
+                break
     for seed in seeds:
         _count(report, "seed_decides")
         traces = []

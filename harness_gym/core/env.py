@@ -9,6 +9,8 @@ invalid-action policy and ``info`` says what went wrong.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import pickle
 from collections.abc import Callable, Mapping
@@ -118,7 +120,7 @@ class HarnessEnv(gym.Env[str, str]):
         self._episode_examples: list[tuple[str, Action]] = []
         # Worked-example caches: each example seed's instance digest (harness-independent),
         # and (seed, step) -> example under the harness named first (one harness at a time).
-        self._example_digests: dict[int, str] = {}
+        self._example_digests: dict[int, tuple[str, str]] = {}
         self._examples: tuple[str, dict[tuple[int, int], tuple[str, Action] | None]] = ("", {})
 
     # -- Gymnasium API ---------------------------------------------------------------------
@@ -341,11 +343,15 @@ class HarnessEnv(gym.Env[str, str]):
         Example ``i`` is step ``i`` of the oracle's episode on the ``i``-th seed counted down
         from ``EXAMPLE_SEED`` whose instance is not the episode's (a later step shows a later
         kind of decision; a shorter episode gives its last step). Instances are compared by
-        state digest, not seed: many seeds of a small task build the same instance, and an
-        example must never show the instance being played (or its answer). Cached per
+        state digest and by the page the agent sees (the task's fields), not seed: many seeds
+        of a small task build the same instance, or the same page over other hidden state,
+        and an example must never show the page being played (or its answer). Cached per
         harness; at most ``few_shot + EXAMPLE_SKIPS`` seeds are tried.
         """
         n = self.harness.few_shot
+        # What the agent sees of this instance: an example whose page is the same shows the
+        # episode's own page and answer, even where hidden state makes the digests differ.
+        episode_page = _page_digest(self.task.fields())
         if self._examples[0] != self.harness.id:
             self._examples = (self.harness.id, {})
         cache = self._examples[1]
@@ -353,12 +359,12 @@ class HarnessEnv(gym.Env[str, str]):
         examples: list[tuple[str, Action]] = []
         seed, position = EXAMPLE_SEED, 0
         while position < n and seed > EXAMPLE_SEED - n - EXAMPLE_SKIPS:
-            digest = self._example_digests.get(seed)
-            if digest is None:
+            known = self._example_digests.get(seed)
+            if known is None:
                 self.task.reset(np.random.default_rng(seed))
                 disturbed = True
-                digest = self._example_digests[seed] = self.task.digest()
-            if digest != episode_digest:
+                known = self._example_digests[seed] = (self.task.digest(), _page_digest(self.task.fields()))
+            if episode_digest != known[0] and episode_page != known[1]:
                 key = (seed, position)
                 if key not in cache:
                     disturbed = True
@@ -417,6 +423,12 @@ class HarnessEnv(gym.Env[str, str]):
 
 
 _NO_REQUEST = HarnessRequest()
+
+
+def _page_digest(fields: dict[str, Any]) -> str:
+    """A digest of what the agent sees of an instance (its fields), whatever the hidden state."""
+    blob = json.dumps(fields, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def fresh_copies(value: Any) -> Callable[[], Any]:

@@ -114,7 +114,20 @@ MAX_FEW_SHOT = 8
 
 
 class HarnessSpecError(ValueError):
-    """A harness spec names an unknown factor or level, or an inconsistent combination."""
+    """A harness spec names an unknown factor or level, or an inconsistent combination.
+
+    The message is cut to :data:`MAX_ERROR_CHARS`: it may echo a value from a file, and a
+    file's value can be large (the error stays one readable line)."""
+
+    def __init__(self, message: object = "") -> None:
+        text = str(message)
+        if len(text) > MAX_ERROR_CHARS:
+            text = text[:MAX_ERROR_CHARS] + f"... ({len(text):,} characters in all)"
+        super().__init__(text)
+
+
+#: Longest :class:`HarnessSpecError` message.
+MAX_ERROR_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -671,11 +684,27 @@ def read_yaml(source: str | Path, kind: str, is_path: bool) -> Any:
     where = f"{kind} file {source}" if is_path else f"{kind} YAML"
     try:
         text = Path(source).read_text(encoding="utf-8") if is_path else str(source)
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_no_alias_loader(yaml))  # noqa: S506 - a SafeLoader
     except UnicodeDecodeError as err:
         raise HarnessSpecError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
     except yaml.YAMLError as err:
         raise HarnessSpecError(f"{where} is not valid YAML: {' '.join(str(err).split())}") from None
+
+
+def _no_alias_loader(yaml: Any) -> Any:
+    """PyYAML's SafeLoader that refuses aliases (``*name``): a few hundred bytes of nested
+    aliases expand to gigabytes (a "YAML bomb"); a harness or space file never needs them."""
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"aliases (*{event.anchor}) are not allowed here", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def _yaml() -> Any:

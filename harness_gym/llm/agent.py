@@ -102,7 +102,7 @@ class LLMAgent:
     def submit(self, observation: str, info: dict[str, Any]) -> Future[Completion]:
         """Send this step's request; the future's completion goes to :meth:`receive`."""
         request = self.request(observation, info)
-        cached = self.cache.get(request, *self._cache_id()) if self.cache else None
+        cached = self._cached(request)
         if cached is not None:
             done: Future[Completion] = Future()
             done.set_result(cached)
@@ -118,7 +118,7 @@ class LLMAgent:
         completions: list[Completion | None] = [None] * len(agents)
         by_backend: dict[int, list[int]] = {}
         for k, agent in enumerate(agents):
-            cached = agent.cache.get(requests[k], *agent._cache_id()) if agent.cache else None
+            cached = agent._cached(requests[k])
             if cached is not None:
                 completions[k] = cached
             else:
@@ -168,8 +168,9 @@ class LLMAgent:
             raise RuntimeError("receive() needs a request() first")
         observation, request = self._pending
         self._pending = None
-        if self.cache is not None and not completion.cached:
-            self.cache.put(request, *self._cache_id(), completion)
+        key = self._cache_id() if self.cache is not None and not completion.cached else None
+        if self.cache is not None and key is not None:
+            self.cache.put(request, *key, completion)
         self.completions.append(completion)
         call = completion.tool_calls[0] if completion.tool_calls else None
         if call is None and request.tools and request.grammar is not None and not completion.failed:
@@ -192,9 +193,16 @@ class LLMAgent:
 
     # -- records -----------------------------------------------------------------------------
 
-    def _cache_id(self) -> tuple[str, str]:
-        """The model as the cache keys it: its identity, never only its name."""
-        return self.backend.kind, _identity(self.backend)
+    def _cache_id(self) -> tuple[str, str] | None:
+        """The model as the cache keys it: its identity, never only its name; None while the
+        identity is unverified (a server that did not answer ``GET /models`` yet), when
+        nothing is read from or written to the cache."""
+        identity = _identity(self.backend)
+        return None if identity.startswith("unverified:") else (self.backend.kind, identity)
+
+    def _cached(self, request: ChatRequest) -> Completion | None:
+        key = self._cache_id() if self.cache is not None else None
+        return self.cache.get(request, *key) if self.cache is not None and key is not None else None
 
     def episode_record(self) -> dict[str, Any]:
         """What a result row records about this episode's model use."""

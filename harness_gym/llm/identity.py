@@ -3,14 +3,17 @@
 A local folder (``hf:PATH``, and the embedded model's converted folder) is identified by a
 content hash of its weight, config and tokenizer files, so a retrained model in the same
 folder, or another model in a folder of the same name, never reuses the first one's replies.
-Each file's hash is memoized by (path, size, mtime) in this process and on disk under the
-user cache, so reuse costs a ``stat`` per file.
+Each file's hash is memoized by (path, inode, size, mtime, ctime) in this process and on disk
+under the user cache, so reuse costs a ``stat`` per file. The inode change time is in the key
+because mtime alone can be set back: ``cp -p``, ``rsync -a`` and archives restore it, while
+writing the file or changing its metadata always moves ``ctime`` (no user can set it).
 
 A served model (``openai:``) is identified by what the server says about it on
 ``GET /v1/models`` (its id and, where given, ``root``, ``parent``, ``revision``, ``max_model_len``,
 ``checksum``; vLLM's ``created`` is the time of the request, so it is left out) and by the
 ``revision`` the user sets in the agent spec. A server that does not answer there is recorded
-as ``unverified``: its replies are keyed by the served name and the revision alone.
+as ``unverified`` (the served name and the revision alone); it is asked again later, and no
+reply is cached under it.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ MODEL_FILES = (
 #: Fields of a ``/v1/models`` entry that identify the weights behind a served name.
 SERVER_FIELDS = ("id", "root", "parent", "revision", "checksum", "max_model_len")
 
-_MEMO: dict[tuple[str, int, int], str] = {}
+_MEMO: dict[tuple[str, int, int, int, int], str] = {}
 _LOCK = threading.Lock()
 
 
@@ -56,9 +59,9 @@ def _memo_dir() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """The file's SHA-256, computed once per (path, size, mtime)."""
+    """The file's SHA-256, computed once per (path, inode, size, mtime, ctime)."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _LOCK:
         if key in _MEMO:
             return _MEMO[key]

@@ -12,10 +12,16 @@ Replies are read as vLLM writes them: a reasoning model's thinking from ``reason
 ``usage.completion_tokens_details.reasoning_tokens``; a server without a reasoning parser
 leaves a ``<think>`` block in the content, which is split off the same way. The server's
 version (``GET /version``, vLLM) is asked once and recorded in rows.
+
+Everything the pool's threads import is imported before the pool starts
+(:func:`_import_http_modules`): the ``openai`` client looks modules up in ``sys.modules`` on
+every request and response, and a module that one thread is importing for the first time is
+visible half-built to the others (a cold sweep lost most of its replies to ``AttributeError``).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -72,6 +78,7 @@ class OpenAIBackend:
     ) -> None:
         import openai
 
+        self._http = _import_http_modules()
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         urls = split_urls(base_url)
@@ -103,7 +110,7 @@ class OpenAIBackend:
         ``unknown`` for a server without that route (hosted APIs, llama.cpp)."""
         with self._identity_lock:
             if self._version is None:
-                version, answered = _server_version(self.base_url, self.timeout)
+                version, answered = _server_version(self._http, self.base_url, self.timeout)
                 if not answered:  # down now: ask again next time
                     return version
                 self._version = version
@@ -111,29 +118,37 @@ class OpenAIBackend:
 
     @property
     def identity(self) -> str:
-        """What the server reports about ``model`` (:func:`~harness_gym.llm.identity.server_identity`),
-        asked once; the cache key and the rows' ``model_identity``. With several endpoints,
-        each is asked; endpoints that report different models give all their identities
-        joined by ``+`` (replies may come from any of them)."""
+        """What the server reports about ``model`` (:func:`~harness_gym.llm.identity.server_identity`);
+        the cache key and the rows' ``model_identity``. With several endpoints, each is asked;
+        endpoints that report different models give all their identities joined by ``+``
+        (replies may come from any of them).
+
+        It is kept once every endpoint has answered ``GET /models`` (a listing, or a 4xx: no
+        such route). While one cannot be reached (a server still starting) the answer is
+        ``unverified:...`` and is asked again next time; :class:`LLMAgent` never caches under
+        an unverified identity, so a model served later under the same name never gets
+        another model's cached replies."""
         with self._identity_lock:
-            if self._identity is None:
-                answers = []
-                for endpoint in self.endpoints.endpoints:
-                    try:
-                        answers.append([m.model_dump() for m in endpoint.client.models.list()])
-                    except Exception:  # noqa: BLE001 - no /models: keyed by name and revision
-                        pass
-                if answers:
-                    self.served = sorted({str(m.get("id")) for listed in answers for m in listed})
-                entries = [e for listed in answers for e in listed if e.get("id") == self.model_id]
-                if not answers or entries or not any(answers):
-                    found = {server_identity(e, self.model_id, self.revision) for e in entries}
-                    self._identity = "+".join(sorted(found)) or server_identity(
-                        None, self.model_id, self.revision
-                    )
-                else:  # the servers serve other models: requests will fail, do not memoize
-                    return server_identity(None, self.model_id, self.revision)
-            return self._identity
+            if self._identity is not None:
+                return self._identity
+            answers, asked_all = [], True
+            for endpoint in self.endpoints.endpoints:
+                try:
+                    answers.append([m.model_dump() for m in endpoint.client.models.list()])
+                except self._openai.APIStatusError as err:  # up, but no listing: 4xx is final
+                    asked_all = asked_all and int(getattr(err, "status_code", 0) or 0) < 500
+                except Exception:  # noqa: BLE001 - down, starting, or a body the client cannot read
+                    asked_all = False
+            if answers:
+                self.served = sorted({str(m.get("id")) for listed in answers for m in listed})
+            entries = [e for listed in answers for e in listed if e.get("id") == self.model_id]
+            found = {server_identity(e, self.model_id, self.revision) for e in entries}
+            identity = "+".join(sorted(found)) or server_identity(None, self.model_id, self.revision)
+            # Kept only when final: every endpoint answered, and the model is listed (or no
+            # endpoint lists anything). Servers that serve other models fail the requests.
+            if asked_all and (entries or not any(answers)):
+                self._identity = identity
+            return identity
 
     def complete(self, requests: list[ChatRequest]) -> list[Completion]:
         if len(requests) <= 1:
@@ -302,16 +317,29 @@ def _field(message: Any, *names: str) -> str | None:
     return None
 
 
-def _server_version(base_url: str, timeout: float) -> tuple[str, bool]:
-    """The ``version`` of ``GET /version`` at the server's root (vLLM's route), or ``unknown``
-    where there is none; and whether the server answered at all."""
-    import httpx
+def _import_http_modules() -> Any:
+    """Import every HTTP module the client's threads may look up, before any thread starts;
+    return the one :func:`_server_version` uses (``httpx2`` with openai >= 3, else ``httpx``)."""
+    found = None
+    for name in ("httpx", "httpx2"):
+        try:
+            found = importlib.import_module(name)
+        except ImportError:
+            continue
+    if found is None:
+        raise ImportError("the openai backend needs httpx2 (openai >= 3) or httpx: pip install openai")
+    return found
 
+
+def _server_version(http: Any, base_url: str, timeout: float) -> tuple[str, bool]:
+    """The ``version`` of ``GET /version`` at the server's root (vLLM's route), or ``unknown``
+    where there is none; and whether the server answered at all. ``http`` is ``httpx`` or
+    ``httpx2`` (imported before the pool's threads started)."""
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
     try:
-        response = httpx.get(root + "/version", timeout=min(timeout, 10.0))
-    except httpx.HTTPError:
+        response = http.get(root + "/version", timeout=min(timeout, 10.0))
+    except http.HTTPError:
         return "unknown", False
     try:
         version = response.json().get("version") if response.status_code == 200 else None

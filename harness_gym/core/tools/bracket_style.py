@@ -22,6 +22,11 @@ _BRACKET_STOP = re.compile(r"[\]\n]")
 BRACKET_TEXT = "[^\\]\\n]"
 
 
+#: ``] [`` inside the last argument: the reply closed it and opened another bracket group
+#: (``type [2] [a] [b]``), which is one argument too many, not the text ``a] [b``.
+_EXTRA_GROUP = re.compile(r"\][ \t]*\[")
+
+
 class BracketStyle(Style):
     name = "bracket"
     hint = (
@@ -72,7 +77,14 @@ class BracketStyle(Style):
                 raise ActionError(
                     "malformed", f"argument {tool.arg_names[i]!r} has no closing ]: {preview(text)}"
                 )
-            values.append(text[pos + 1 : end])
+            value = text[pos + 1 : end]
+            if i == n - 1 and _EXTRA_GROUP.search(value):
+                raise ActionError(
+                    "extra_argument",
+                    f"tool {tool.name!r} takes {n} argument(s) ({' '.join(tool.arg_names)}) but the "
+                    f"reply has another [group] after them: {preview(text)}",
+                )
+            values.append(value)
             pos = end + 1
         rest = text[pos:].strip()
         if rest:

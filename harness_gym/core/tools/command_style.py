@@ -84,25 +84,29 @@ class CommandStyle(Style):
         return count
 
     def spans(self, text: str, tools: Mapping[str, Tool]) -> list[tuple[int, int]]:
-        """Each command starting a line (after a prompt or backtick) with a shown tool name,
-        to its first unquoted newline, ``;`` or ``&&``."""
+        """Each command starting a line (after a prompt or backtick), or following another
+        command's ``;`` / ``&&``, with a shown tool name, to its first unquoted newline, ``;``
+        or ``&&`` (so ``click 3;;click 7`` is two commands, never the first alone)."""
         spans: list[tuple[int, int]] = []
         pos, n = 0, len(text)
         unclosed: dict[str, int] = {}
+        chained = False  # the last command ended at ; or && on this line
         while pos < n:
             line_end = text.find("\n", pos)
             line_end = n if line_end < 0 else line_end
             start = pos
-            while start < line_end and text[start] in COMMAND_PREFIX:
+            skip = COMMAND_PREFIX + ";&," if chained else COMMAND_PREFIX
+            while start < line_end and text[start] in skip:
                 start += 1
             word_end = start
             while word_end < line_end and not text[word_end].isspace() and text[word_end] not in ";`":
                 word_end += 1
             if text[start:word_end] not in tools:
-                pos = line_end + 1
+                pos, chained = line_end + 1, False
                 continue
             end = command_end(text, word_end, unclosed)
             spans.append((start, end))
+            chained = end < n and text[end] in ";&"
             pos = end + 1
         return spans
 

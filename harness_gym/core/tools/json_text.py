@@ -86,7 +86,14 @@ def unparsed(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else dump_json(arguments)
 
 
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+#: A JSON string (kept as it is) or a trailing comma before ``}`` / ``]`` (dropped): the
+#: repair never edits text inside a string (``"a,}b"`` stays ``a,}b``). Each alternative
+#: starts on a distinct character, so the scan is linear.
+_TRAILING_COMMA = re.compile(r'"(?:[^"\\]|\\.)*"|,(\s*[}\]])', re.DOTALL)
+
+
+def _drop_trailing_commas(text: str) -> str:
+    return _TRAILING_COMMA.sub(lambda m: m.group(0) if m.group(1) is None else m.group(1), text)
 
 
 def load_reply(text: str, lenient: bool) -> Any:
@@ -98,7 +105,7 @@ def load_reply(text: str, lenient: bool) -> Any:
     except (ValueError, RecursionError) as err:
         if lenient and "," in text:
             try:
-                return load_json(_TRAILING_COMMA.sub(r"\1", text))
+                return load_json(_drop_trailing_commas(text))
             except (ValueError, RecursionError):
                 pass
         raise ActionError("malformed", f"malformed JSON ({err}): {preview(text)}") from None

@@ -35,6 +35,11 @@ TOOL_NAMINGS = ("canonical", "synonyms", "opaque")
 TOOL_DESCRIPTIONS = ("full", "terse", "none")
 #: The style whose call objects native-channel replies are.
 NATIVE_STYLE = "json"
+#: UTF-16 surrogates: a Python string holding one (a lone ``\ud800``, raw or from a JSON or
+#: Python escape) cannot be encoded as UTF-8, so no observation, export or request could carry it.
+#: What may separate two actions in one reply (see :func:`only_separators`).
+_SEPARATORS = " \t\r\n,;"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Synonyms used by the ``synonyms`` naming, for tool and argument names alike.
 SYNONYMS: dict[str, str] = {
@@ -311,6 +316,19 @@ class Toolbox:
     # -- parsing ------------------------------------------------------------------------
 
     def parse(self, text: str) -> Action:
+        """Parse agent output into a canonical action, or raise :class:`ActionError`; a lone
+        surrogate in the text is ``malformed``, one in an argument (from a ``\\ud800`` escape)
+        ``wrong_type``: not text (see :meth:`_parse`)."""
+        if _SURROGATE.search(text):
+            raise ActionError("malformed", _surrogate_message(text))
+        action = self._parse(text)
+        for _, value in action.args:
+            bad = _surrogate_in(value)
+            if bad is not None:
+                raise ActionError("wrong_type", _surrogate_message(bad))
+        return action
+
+    def _parse(self, text: str) -> Action:
         """Parse agent output into a canonical action, or raise :class:`ActionError`.
 
         The whole (stripped) text is tried first. If it is not one action, the text is
@@ -355,20 +373,28 @@ class Toolbox:
         # every error of a long text would keep its frames alive and slow the collector.
         best = whole
         first, last = len(text) - len(text.lstrip()), len(text.rstrip())
+        found_at: list[int] = []
+        near = 0  # spans that are one action once the separators after them are dropped
         for start, end, _ in chosen:
             candidate = text[start:end]
             result = whole if start <= first and end >= last else self._try(candidate)
             if isinstance(result, Action):
                 found.append(result)
+                found_at.append(start)
                 continue
+            trimmed = candidate.rstrip(_SEPARATORS)
+            if len(chosen) >= 2 and trimmed != candidate.rstrip() and isinstance(self._try(trimmed), Action):
+                near += 1  # counted, never run: "select 5 Havana\t," then another action
             if best.kind == "malformed" != result.kind:
                 best = result
             if result.kind == "extra_argument":
                 count = syntax.count_actions(self, candidate)
                 if count >= 2:
                     raise self.multiple(count)
-        if len(found) >= 2:
-            raise self.multiple(len(found))
+        if len(found) + (near if found else 0) >= 2:
+            raise self.multiple(len(found) + near)
+        if found and whole.kind == "extra_argument" and found_at[0] <= first:
+            raise whole  # one call with an argument too many (type [2] [a] [b]), not prose around one
         if found:
             return found[0]
         raise best
@@ -501,3 +527,27 @@ def _ordered(tools: list[Tool], order: str | Sequence[str], known: Sequence[str]
         )
     by_name = {t.spec.name: t for t in tools}
     return [by_name[n] for n in wanted if n in by_name]
+
+
+def _surrogate_in(value: Any) -> str | None:
+    """The first string inside ``value`` (a string, or nested lists / tuples / dicts of them)
+    that holds a surrogate, else None."""
+    if isinstance(value, str):
+        return value if _SURROGATE.search(value) else None
+    if isinstance(value, Mapping):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found = _surrogate_in(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _surrogate_message(text: str) -> str:
+    found = _SURROGATE.search(text)
+    code = f"U+{ord(found.group()):04X}" if found else "a surrogate"
+    return (
+        f"the reply holds a lone UTF-16 surrogate ({code}), which is not a character and cannot be "
+        f"encoded: write text only ({preview(text)})"
+    )
