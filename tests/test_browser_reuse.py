@@ -110,13 +110,12 @@ def test_a_reused_page_gives_the_fresh_pages_instance_for_every_included_task(
 
 # -- exact after any play (issue 42 item 1) ------------------------------------------------------
 
-#: The default suite's share of the play test: the tasks the issue found inexact after arbitrary
-#: play (a text area's typed value, typed fields, the pie's animation timer, leftover markup),
+#: The default suite's share of the play test (about 20 s): the tasks the issue found inexact
+#: after arbitrary play (a text area's typed value, typed fields, leftover markup),
 #: jQuery UI widgets made on the load's elements (dialog, tabs, autocomplete, date picker) and a
 #: plain typing task.
 PLAY_FAST = (
     "scroll-text-2",
-    "click-pie",
     "focus-text-2",
     "click-menu-2",
     "search-engine",
@@ -185,26 +184,28 @@ def test_scroll_text_2_typed_junk_does_not_survive_into_the_next_episode(
         assert reused.page_reused and outcomes[0] == outcomes[1], (seed, outcomes)
 
 
-def test_click_pie_keeps_its_animation_timer_after_an_empty_episode(
+def test_click_pie_gets_a_fresh_document_with_its_animation_timer(
     sessions: tuple[BrowserSession, BrowserSession],
 ) -> None:
-    """The issue's case: after any previous episode the pie's animation timer was gone (0
-    pending vs 1 fresh) and the same two clicks won only in the fresh document."""
+    """The issue's case: after a previous episode the pie's animation timer was gone (0
+    pending vs 1 fresh) and the same clicks won only in the fresh document. Raphael's
+    animation list (a closure) is beyond the restore, so click-pie loads a fresh document per
+    episode by default: after any play, its reset has the fresh page's timers and steps."""
     from harness_gym.envs.browser.tasks import BROWSER_TASKS
 
+    assert not {"click-pie", "click-pie-nodelay"} & EXACT_REUSE
     cls = next(t for t in BROWSER_TASKS if t.subdomain == "click-pie")
-    fresh, reused = cls(session=sessions[0], reuse_page=False), cls(session=sessions[1])
+    fresh, default = cls(session=sessions[0], reuse_page=False), cls(session=sessions[1])
     pending = "(() => window.__hgClock.schedule())"
     for seed in (1, 2, 3):
-        reused.begin(seed + 100)  # an episode with no action
+        default.begin(seed + 100)
+        for _ in range(seed + 1):  # the spreader clicked, an even or odd number of times
+            default.step(default.oracle())
         fresh.begin(seed)
-        reused.begin(seed)
-        assert reused.page_reused
+        default.begin(seed)
+        assert not default.page_reused
         want = fresh.session.call(fresh._page, pending)
-        assert want and reused.session.call(reused._page, pending) == want
-        results = [[], []]
-        for _ in range(2):
+        assert want and default.session.call(default._page, pending) == want
+        for _ in range(3):
             action = fresh.oracle()
-            results[0].append(fresh.step(action))
-            results[1].append(reused.step(action))
-        assert results[0] == results[1] and results[0][-1].reward == 1.0, seed
+            assert fresh.step(action) == default.step(action), seed
