@@ -188,7 +188,9 @@ def driven_env() -> Iterator[BrowserEnv]:
     made.close()
 
 
-@pytest.mark.parametrize("when", ["step", "reset"])
+# A driver frozen before a *reset* is noticed by that reset and replaced (no timeout, no failed
+# episode): test_a_driver_killed_or_stopped_between_episodes_is_replaced_at_the_next_reset.
+@pytest.mark.parametrize("when", ["step"])
 def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_reset_recovers(
     driven_env: BrowserEnv, when: str
 ) -> None:
