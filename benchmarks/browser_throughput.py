@@ -8,8 +8,13 @@ alike), and reports episodes per second and their ratios. Farama's environment r
 as shipped (it captures a screenshot with every observation) and with
 ``record_screenshots=False``, the same work as harness-gym's (which captures none): the fair
 ratio, whose target for harness-gym's default (``reuse_page``: each episode in the previous
-one's document where that is exact) is at least 5x. harness-gym also runs with
-``reuse_page=False`` (a freshly loaded document per episode). Every episode of every env plays
+one's document where that is exact, DevTools over Playwright's pipe, no port open) is at
+least 5x. harness-gym also runs with ``devtools="port"`` (a DevTools port on 127.0.0.1 and a
+connection of its own, one process hop fewer per call: what the pipe costs) and with
+``reuse_page=False`` (a freshly loaded document per episode). Each task's episodes per second
+and ratios are the median over rounds with their range, each ratio taken within a round; the
+summary gives the median ratio over tasks and how many tasks reach 5x, with the load average
+(the machine is shared). Every episode of every env plays
 the same MiniWoB instance: harness-gym's ``info["miniwob_seed"]`` for its reset seed is given to Farama's
 ``reset(seed=...)`` (both call ``Math.seedrandom`` with it), and the utterances are compared.
 The policy is ``harness_gym.envs.browser.oracles``: on this backend it reads the fields through
@@ -369,23 +374,45 @@ def sim_to_real(seeds: int) -> None:
     print(table(["web twin / real task", "random sim", "random real", "oracle sim", "oracle real"], rows))
 
 
+def spread(values: list[float], fmt: str = "{:.1f}") -> str:
+    """The median of ``values`` with their range over rounds: ``median (min-max)``."""
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+#: Harness-gym's kinds in Part 1: the default (reused pages where exact, DevTools over
+#: Playwright's pipe), the DevTools port mode, and a fresh document per episode.
+OURS = {"ours": {}, "port": {"devtools": "port"}, "fresh": {"reuse_page": False}}
+#: The ratio a default env must reach over Farama's screenshot-free env.
+TARGET = 5.0
+
+
 def throughput(args: argparse.Namespace) -> None:
+    import warnings
+
+    from harness_gym.envs.browser.browser import BrowserSession, DevToolsPortWarning
+
     print("== Part 1: episodes/s, same tasks, same MiniWoB instances, same scripted policy ==")
-    # harness-gym as by default (reuse_page: the next episode in the same document where that
-    # is exact, as Farama's env does); harness-gym with reuse_page=False (a fresh document per
-    # episode); Farama as shipped; Farama without screenshots.
-    kinds = ["ours", "fresh", "shots", "noshots"]
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # harness-gym as by default (reuse_page where exact, DevTools over Playwright's pipe);
+    # harness-gym with the DevTools port (devtools="port"); harness-gym with reuse_page=False
+    # (a fresh document per episode); Farama as shipped; Farama without screenshots.
+    kinds = ["ours", "port", "fresh", "shots", "noshots"]
+    warnings.simplefilter("ignore", DevToolsPortWarning)  # measured on purpose
+    sessions = {k: BrowserSession(devtools=o.get("devtools")) for k, o in OURS.items()}
     envs: dict[str, dict[str, gym.Env]] = {
-        "ours": {t: make_browser_env(task_id_for(t)) for t in args.tasks},
-        "fresh": {t: make_browser_env(task_id_for(t), reuse_page=False) for t in args.tasks},
-        "shots": {t: make_farama(t, screenshots=True) for t in args.tasks},
-        "noshots": {t: make_farama(t, screenshots=False) for t in args.tasks},
+        k: {
+            t: make_browser_env(task_id_for(t), session=sessions[k], reuse_page=o.get("reuse_page", True))
+            for t in args.tasks
+        }
+        for k, o in OURS.items()
     }
+    envs["shots"] = {t: make_farama(t, screenshots=True) for t in args.tasks}
+    envs["noshots"] = {t: make_farama(t, screenshots=False) for t in args.tasks}
     said: dict[str, dict[tuple[str, int], str]] = {k: {} for k in kinds}
 
     def run(kind: str, task: str, seeds: range) -> tuple[float, int, int]:
         heard: dict[int, str] = {}
-        if kind in ("ours", "fresh"):
+        if kind in OURS:
             result = run_env(envs[kind][task], seeds, heard)
         else:
             result = run_farama(envs[kind][task], task, seeds, heard)
@@ -396,44 +423,56 @@ def throughput(args: argparse.Namespace) -> None:
         for kind in kinds:
             run(kind, t, range(1))
     REUSED.update(reused=0, resets=0)
-    totals = {k: {t: [0.0, 0, 0] for t in args.tasks} for k in kinds}  # seconds, solved, steps
+    # per kind, per task: (seconds, solved, steps) of every round
+    rounds: dict[str, dict[str, list[tuple[float, int, int]]]] = {
+        k: {t: [] for t in args.tasks} for k in kinds
+    }
     for r in range(args.rounds):
         seeds = range(1000 + r * args.episodes, 1000 + (r + 1) * args.episodes)
         for t in args.tasks:
-            for kind in kinds[r % 4 :] + kinds[: r % 4]:  # rotate who goes first
-                for i, value in enumerate(run(kind, t, seeds)):
-                    totals[kind][t][i] += value
+            for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:  # rotate who goes first
+                rounds[kind][t].append(run(kind, t, seeds))
     same = sum(len({said[k][key] for k in kinds}) == 1 for key in said["ours"])
     n = args.rounds * args.episodes
-    rows = []
-    for t in [*args.tasks, "ALL"]:
+    eps = {k: {t: [args.episodes / v[0] for v in rounds[k][t]] for t in args.tasks} for k in kinds}
+    rows, medians = [], {"ours": [], "port": []}
+    for t in args.tasks:
         cells = [t]
-        picked = {k: ([totals[k][t]] if t != "ALL" else list(totals[k].values())) for k in kinds}
-        seconds = {k: sum(v[0] for v in picked[k]) for k in kinds}
-        count = n * len(picked["ours"])
-        for k in ("shots", "noshots", "ours", "fresh"):
-            cells.append(f"{count / seconds[k]:.1f}")
-            cells.append(f"{sum(v[1] for v in picked[k]) / count:.0%}" if t != "ALL" else "")
-        for ours in ("ours", "fresh"):
-            cells.append(f"{seconds['shots'] / seconds[ours]:.2f}x")
-            cells.append(f"{seconds['noshots'] / seconds[ours]:.2f}x")
+        for k in ("shots", "noshots", "ours", "port", "fresh"):
+            cells.append(spread(eps[k][t]))
+            cells.append(f"{sum(v[1] for v in rounds[k][t]) / n:.0%}")
+        for ours in ("ours", "port"):  # the ratio over Farama without screenshots, round by round
+            ratios = [a / b for a, b in zip(eps[ours][t], eps["noshots"][t])]
+            medians[ours].append(statistics.median(ratios))
+            cells.append(spread(ratios, "{:.2f}") + "x")
+        cells.append(f"{statistics.median(eps['ours'][t]) / statistics.median(eps['port'][t]):.2f}")
         rows.append(cells)
-    header = ["task", "F eps/s", "ok", "F-noshot eps/s", "ok", "hg eps/s", "ok", "hg-fresh eps/s", "ok"]
-    ratios = ["hg/F", "hg/F-noshot", "hg-fresh/F", "hg-fresh/F-noshot"]
-    print(table([*header, *ratios], rows))
+    header = ["task", "F eps/s", "ok", "F-noshot eps/s", "ok", "hg eps/s", "ok", "hg-port eps/s", "ok"]
+    header += ["hg-fresh eps/s", "ok", "hg/F-noshot", "hg-port/F-noshot", "hg/hg-port"]
+    print(table(header, rows))
     print(
-        "F: Farama as shipped (a screenshot per observation); F-noshot: record_screenshots=False; "
-        "hg: harness-gym as by default (reuse_page); "
-        "hg-fresh: reuse_page=False (a fresh document per episode)"
+        "eps/s and ratios: median over rounds (min-max); ratios are taken round by round (the same "
+        "seeds in the same round). F: Farama as shipped (a screenshot per observation); F-noshot: "
+        "record_screenshots=False; hg: harness-gym as by default (reuse_page, DevTools over "
+        "Playwright's pipe); hg-port: devtools='port'; hg-fresh: reuse_page=False"
     )
-    print(f"same MiniWoB instance (utterance) in all four envs: {same}/{len(said['ours'])} episodes")
+    for ours, label in (("ours", "hg (pipe, the default)"), ("port", "hg-port")):
+        reach = sum(m >= TARGET for m in medians[ours])
+        print(
+            f"{label} / F-noshot: median of the per-task medians {statistics.median(medians[ours]):.2f}x; "
+            f"{reach} of {len(medians[ours])} tasks reach {TARGET:g}x"
+        )
+    print(f"same MiniWoB instance (utterance) in all five envs: {same}/{len(said['ours'])} episodes")
     print(
         f"harness-gym resets in the previous episode's document: {REUSED['reused']}/{REUSED['resets']} "
-        "(hg and hg-fresh together; hg-fresh never reuses)"
+        "(hg, hg-port and hg-fresh together; hg-fresh never reuses)"
     )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for group in envs.values():
         for env in group.values():
             env.close()
+    for session in sessions.values():
+        session.close()
 
     print("\n== Part 2: steps/s, real task vs its pure-Python twin (oracle, Json harness) ==")
     rows = []

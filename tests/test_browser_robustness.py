@@ -188,7 +188,9 @@ def driven_env() -> Iterator[BrowserEnv]:
     made.close()
 
 
-@pytest.mark.parametrize("when", ["step", "reset"])
+# A driver frozen before a *reset* is noticed by that reset and replaced (no timeout, no failed
+# episode): test_a_driver_killed_or_stopped_between_episodes_is_replaced_at_the_next_reset.
+@pytest.mark.parametrize("when", ["step"])
 def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_reset_recovers(
     driven_env: BrowserEnv, when: str
 ) -> None:
@@ -222,23 +224,52 @@ def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_res
     assert _driver_pid(env) != node  # a new driver
 
 
-def test_page_scripts_go_straight_to_chromium_not_through_a_frozen_driver(env: BrowserEnv) -> None:
-    """Resets and steps call page scripts over the session's own DevTools connection, so an
-    episode of clicks and typing does not wait on the driver at all."""
-    env.reset(seed=4)
-    assert len(env.task.session._direct) == env.task.session.tabs
-    node = _driver_pid(env)
-    os.kill(node, signal.SIGSTOP)
+@pytest.mark.parametrize("devtools", ["pipe", "port"])
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
+def test_a_driver_killed_or_stopped_between_episodes_is_replaced_at_the_next_reset(
+    devtools: str, how: int, recwarn: pytest.WarningsRecorder
+) -> None:
+    """Issue 42 item 4: in both DevTools modes, a Playwright driver killed (or frozen by
+    SIGSTOP) between episodes is noticed by the next reset, which starts a new driver and
+    browser and plays the episode: no error, no failed episode."""
+    session = BrowserSession(call_timeout=DEADLINE, devtools=devtools)
+    cls = next(t for t in BROWSER_TASKS if t.task_id == "BrowserLoginUser")
+    env = BrowserEnv(cls(session=session), harness="Json")
     try:
+        env.reset(seed=4)
+        node = _driver_pid(env)
+        old = set(session.pids())
+        os.kill(node, how)
+        time.sleep(0.2)
+        began = time.monotonic()
         _, info = env.reset(seed=5)
-        assert info["page_reused"]
+        assert info["browser_error"] is None and session.launches == 2
+        assert time.monotonic() - began < LAUNCH_TIMEOUT_S
+        assert _driver_pid(env) != node and not old & set(session.pids())
         done = False
         while not done:
             _, _, terminated, truncated, info = env.step(env.oracle_action())
             done = terminated or truncated
+        assert info["success"] and info["browser_error"] is None
     finally:
-        os.kill(node, signal.SIGCONT)
-    assert info["success"] and info["browser_error"] is None
+        if os.path.exists(f"/proc/{node}"):
+            os.kill(node, signal.SIGCONT)
+        env.close()
+        session.close()
+
+
+def test_a_tiny_launch_deadline_answers_within_it_plus_one_second() -> None:
+    """``launch_timeout=0.3``: the start (the Playwright driver's included) fails within the
+    deadline plus 1 s, with BrowserTimeoutError; the session then starts with a sane deadline."""
+    for _ in range(2):
+        session = BrowserSession(launch_timeout=0.3)
+        began = time.monotonic()
+        with pytest.raises(BrowserTimeoutError, match="within 0.3 s"):
+            session.start()
+        assert time.monotonic() - began < 0.3 + GRACE
+        session.start(LAUNCH_TIMEOUT_S)
+        assert session.alive and session.launches == 1
+        session.close()
 
 
 def test_a_relaunch_is_recorded_with_its_own_deadline_in_info(env: BrowserEnv) -> None:
@@ -496,35 +527,63 @@ def test_trusted_input_beside_the_direct_connection_solves_episodes(
     env.close()
 
 
-def test_pipe_mode_opens_no_devtools_port_and_still_solves_episodes(monkeypatch) -> None:
-    """``HARNESS_GYM_BROWSER_DEVTOOLS=pipe``: Chromium opens no DevTools port (no local process
-    can reach the browser), every call goes through Playwright's driver, episodes still succeed."""
-    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DEVTOOLS_PORT_FILE
+@pytest.mark.parametrize("how", ["default", "env"])
+def test_pipe_mode_is_the_default_opens_no_devtools_port_and_still_solves_episodes(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """By default (and with ``HARNESS_GYM_BROWSER_DEVTOOLS=pipe``) Chromium opens no DevTools
+    port (no local process can reach the browser) and warns of none; every call goes through
+    Playwright's driver, episodes still succeed."""
+    import warnings
 
-    monkeypatch.setenv(DEVTOOLS_ENV, "pipe")
+    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DEVTOOLS_PORT_FILE, DevToolsPortWarning
+
+    if how == "env":
+        monkeypatch.setenv(DEVTOOLS_ENV, "pipe")
+    else:
+        monkeypatch.delenv(DEVTOOLS_ENV, raising=False)
     cls = next(t for t in BROWSER_TASKS if t.task_id == "BrowserEnterText")
     env = BrowserEnv(cls(), harness="Json")
     try:
-        for seed in range(2):
-            _, info = env.reset(seed=seed)
-            session = env.task.session
-            assert session._direct == []
-            profiles = [
-                n.split("=", 1)[1] for n in session._handles.needles if n.startswith("--user-data-dir=")
-            ]
-            assert profiles and not any(Path(d, DEVTOOLS_PORT_FILE).exists() for d in profiles)
-            done = False
-            while not done:
-                _, _, terminated, truncated, info = env.step(env.oracle_action())
-                done = terminated or truncated
-            assert info["success"], seed
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DevToolsPortWarning)
+            for seed in range(2):
+                _, info = env.reset(seed=seed)
+                session = env.task.session
+                assert session.devtools == "pipe" and info["browser_options"]["devtools"] == "pipe"
+                assert session._direct == []
+                profiles = [
+                    n.split("=", 1)[1] for n in session._handles.needles if n.startswith("--user-data-dir=")
+                ]
+                assert profiles and not any(Path(d, DEVTOOLS_PORT_FILE).exists() for d in profiles)
+                assert not any("remote-debugging-port" in _cmdline for _cmdline in _commands(env).values())
+                done = False
+                while not done:
+                    _, _, terminated, truncated, info = env.step(env.oracle_action())
+                    done = terminated or truncated
+                assert info["success"], seed
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("how", ["argument", "env"])
+def test_port_mode_warns_who_can_reach_the_port(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DevToolsPortWarning
+
+    if how == "env":
+        monkeypatch.setenv(DEVTOOLS_ENV, "port")
+    session = BrowserSession(devtools="port" if how == "argument" else None)
+    try:
+        with pytest.warns(DevToolsPortWarning, match=r"127\.0\.0\.1:\d+ is open .*any process of any user"):
+            session.start()
+        assert session.devtools == "port" and len(session._direct) == session.tabs
+    finally:
+        session.close()
 
 
 def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
     from harness_gym.envs.browser.browser import DEVTOOLS_ENV, launch_args
 
     monkeypatch.setenv(DEVTOOLS_ENV, "tcp")
-    with pytest.raises(ValueError, match="must be one of port, pipe, got 'tcp'"):
+    with pytest.raises(ValueError, match="must be one of pipe, port, got 'tcp'"):
         launch_args()

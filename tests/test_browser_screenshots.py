@@ -303,3 +303,57 @@ def test_pixel_only_tasks_are_solvable_from_screenshots_but_left_out_for_text_ag
         solved += 1
     assert solved >= 3
     task.close()
+
+
+@pytest.mark.parametrize("task_id", ["BrowserEnterText", "BrowserLoginUser", "BrowserClickButton"])
+def test_a_capture_leaves_the_page_as_it_was(task_id: str, session: BrowserSession) -> None:
+    """Issue 42 item 2: a capture changes nothing an agent, a reward or a digest can see (no
+    ``style=""`` left on text fields, the START cover's style put back): the page's whole audit
+    (tests/browser_play.py) is the same before and after, at the reset, mid-episode and after
+    the final step (when the cover is up)."""
+    from browser_play import audit
+
+    env = make_browser_env(task_id, session=session, render_mode="rgb_array")
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        task, done = env.browser_task, False
+        while True:
+            before = audit(task)
+            assert env.render().shape == (210, 160, 3)
+            assert audit(task) == before, (task_id, seed, len(task.trace))
+            if done:
+                break
+            _, _, terminated, truncated, _ = env.step(env.oracle_action())
+            done = terminated or truncated
+    env.close()
+
+
+@pytest.mark.parametrize("task_id", ["BrowserEnterText", "BrowserLoginUser"])
+def test_digests_are_the_same_with_screenshots_or_render_on_reused_resets(
+    task_id: str, session: BrowserSession
+) -> None:
+    """The digest of every reset and step is the same with screenshots off, with
+    ``screenshots=True`` and with ``render()`` after every reset and step, on reused pages."""
+    plain = make_browser_env(task_id, session=session)
+    shots = make_browser_env(task_id, session=session, screenshots=True)
+    rendered = make_browser_env(task_id, session=session, render_mode="rgb_array")
+    digests: list[list[str]] = []
+    for env in (plain, shots, rendered):
+        seen = []
+        for seed in (5, 6, 7):
+            _, info = env.reset(seed=seed)
+            assert info["page_reused"] is (seed != 5)
+            seen.append(info["state_digest"])
+            done = False
+            while not done:
+                if env is rendered:
+                    env.render()
+                _, _, terminated, truncated, info = env.step(env.oracle_action())
+                seen.append(info["state_digest"])
+                done = terminated or truncated
+            if env is rendered:
+                env.render()
+        digests.append(seen)
+    assert digests[0] == digests[1] == digests[2]
+    for env in (plain, shots, rendered):
+        env.close()

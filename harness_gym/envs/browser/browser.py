@@ -16,10 +16,13 @@
   BroadcastChannel, in the same round trip) to load the next document.
 * **Few round trips.** Page-side code is installed by init scripts and called by name through
   the DevTools protocol: a reset is one round trip, a click, a typing or a selection one more,
-  each returning the observation. Those calls go over a DevTools connection of the session's
-  own to each tab (:class:`_DirectPage`, a WebSocket to Chromium's local DevTools port), not
-  through Playwright's Node driver; Playwright launches the browser, navigates, captures and
-  sends trusted input.
+  each returning the observation. By default (``devtools="pipe"``) those calls go through
+  Playwright's Node driver, over the pipe it shares with Chromium: no port is open, no other
+  process can reach the browser. ``devtools="port"`` (or ``HARNESS_GYM_BROWSER_DEVTOOLS=port``)
+  also opens Chromium's DevTools port on 127.0.0.1 and sends them over a connection of the
+  session's own to each tab (:class:`_DirectPage`), one process hop fewer, but that port is
+  open to every local user (:class:`DevToolsPortWarning`). Playwright launches the browser,
+  navigates, and sends trusted input.
 * **Deadlines.** Every call into the browser runs under a deadline (``call_timeout``, one per
   reset or step, however many DevTools calls it makes). A watchdog thread kills the browser
   when a call outlives it, and a page's Playwright ``crash`` event (a renderer died) kills it
@@ -47,6 +50,7 @@ import signal
 import threading
 import time
 import uuid
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -75,10 +79,6 @@ LAUNCH_ARGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
     "--disable-smooth-scrolling",  # a key that scrolls has scrolled when the call returns
-    # DevTools on a local port too (127.0.0.1 only, a port of the system's choosing, as
-    # chromedriver opens one): page scripts are called over a connection of this process's
-    # own, straight to Chromium, without a hop through Playwright's driver (see _DirectPage).
-    "--remote-debugging-port=0",
     # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
     # frame object per navigation; the back-forward cache keeps the old document alive).
     # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
@@ -108,21 +108,35 @@ _CONTEXT_GONE = (
 )
 #: The file in which Chromium writes the port of ``--remote-debugging-port=0`` (profile dir).
 DEVTOOLS_PORT_FILE = "DevToolsActivePort"
-#: Set to ``pipe`` to open no DevTools port: every call then goes through Playwright's driver
-#: (slower; for machines shared with users who must not reach the browser, see docs/browser.md).
+#: How this process reaches Chromium's DevTools: ``pipe`` (the default) opens no port, every
+#: call goes through Playwright's driver over its private pipe; ``port`` also opens a DevTools
+#: port on 127.0.0.1 for a connection of the session's own (:class:`_DirectPage`, one process
+#: hop fewer per call), which every local user can reach (a :class:`DevToolsPortWarning` says
+#: so). A session's ``devtools`` argument, else this environment variable, else ``pipe``.
 DEVTOOLS_ENV = "HARNESS_GYM_BROWSER_DEVTOOLS"
-DEVTOOLS_MODES = ("port", "pipe")
+DEVTOOLS_MODES = ("pipe", "port")
+#: The argument that opens the DevTools port (a port of the system's choosing, as chromedriver
+#: opens one; Chromium binds it to 127.0.0.1 only).
+PORT_ARG = "--remote-debugging-port=0"
 
 
-def launch_args() -> list[str]:
-    """Chromium's arguments: :data:`LAUNCH_ARGS`, without the DevTools port under
-    ``HARNESS_GYM_BROWSER_DEVTOOLS=pipe``."""
-    mode = os.environ.get(DEVTOOLS_ENV, "port") or "port"
+class DevToolsPortWarning(UserWarning):
+    """A browser was started with its DevTools port open (``devtools="port"``)."""
+
+
+def devtools_mode(mode: str | None = None) -> str:
+    """``mode`` if given, else ``$HARNESS_GYM_BROWSER_DEVTOOLS``, else ``pipe``; checked."""
+    if mode is None:
+        mode = os.environ.get(DEVTOOLS_ENV) or "pipe"
     if mode not in DEVTOOLS_MODES:
         raise ValueError(f"{DEVTOOLS_ENV} must be one of {', '.join(DEVTOOLS_MODES)}, got {mode!r}")
-    if mode == "pipe":
-        return [a for a in LAUNCH_ARGS if not a.startswith("--remote-debugging-port")]
-    return list(LAUNCH_ARGS)
+    return mode
+
+
+def launch_args(mode: str | None = None) -> list[str]:
+    """Chromium's arguments: :data:`LAUNCH_ARGS`, and :data:`PORT_ARG` in ``port`` mode (see
+    :func:`devtools_mode`)."""
+    return [*LAUNCH_ARGS, PORT_ARG] if devtools_mode(mode) == "port" else list(LAUNCH_ARGS)
 
 
 #: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
@@ -184,20 +198,36 @@ SESSION_SCRIPT = """
 """.replace("__CHANNEL__", CHANNEL)
 
 
-#: The bounding box of an element (``__SELECTOR__``: a JSON string) in viewport coordinates,
-#: as Playwright's ``clip`` takes it (relative to the viewport unless ``full_page``); null when
-#: the page has no such element or it has no size. MiniWoB's START cover, which its
-#: ``core.endEpisode`` lays over the task area at once, is hidden first, so a capture after the
-#: final step shows the final page (the next episode's ``startEpisodeReal`` hides it anyway).
+#: The bounding box of an element (``__SELECTOR__``: a JSON string) in document coordinates,
+#: as ``Page.captureScreenshot``'s ``clip`` takes it; null when the page has no such element or
+#: it has no size. MiniWoB's START cover, which its ``core.endEpisode`` lays over the task area
+#: at once, is hidden for the capture, so a capture after the final step shows the final page;
+#: ``cover`` is then its ``style`` attribute before (the empty string for none), which
+#: :data:`UNHIDE_COVER` puts back once the capture is taken: a capture leaves the page as it was.
 TASK_AREA_BOX = """
 (() => {
-  const cover = document.getElementById('sync-task-cover');
-  if (cover) cover.style.display = 'none';
   const el = document.querySelector(__SELECTOR__);
   if (!el) return null;
   const r = el.getBoundingClientRect();
   if (!r.width || !r.height) return null;
-  return {x: r.left, y: r.top, width: r.width, height: r.height};
+  const box = {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height,
+               cover: null};
+  const cover = document.getElementById('sync-task-cover');
+  if (cover && getComputedStyle(cover).display !== 'none') {
+    box.cover = cover.getAttribute('style') === null ? '' : cover.getAttribute('style');
+    cover.style.display = 'none';
+  }
+  return box;
+})()
+"""
+#: Puts the START cover's ``style`` attribute (``__STYLE__``: a JSON string, empty for none)
+#: back after a capture (see :data:`TASK_AREA_BOX`).
+UNHIDE_COVER = """
+(() => {
+  const cover = document.getElementById('sync-task-cover');
+  const style = __STYLE__;
+  if (!cover) return;
+  if (style === '') cover.removeAttribute('style'); else cover.setAttribute('style', style);
 })()
 """
 
@@ -274,6 +304,19 @@ class _Driver:
         #: The Node process, which the watchdog kills when it does not answer.
         self.pid: int | None = getattr(proc, "pid", None) or (found[0] if found else None)
 
+    def healthy(self) -> bool:
+        """Whether the Node process is alive and running: not killed, exited or stopped
+        (``SIGSTOP``). Read from ``/proc``, no round trip; True where there is no ``/proc``."""
+        if self.dead:
+            return False
+        if self.pid is None or not os.path.isdir("/proc"):
+            return True
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat[stat.rfind(")") + 2] not in "TtZXx"
+
     def kill(self) -> None:
         """Kill the Node process: every call waiting on it fails at once."""
         self.dead = True
@@ -315,6 +358,8 @@ def _acquire_driver() -> _Driver:
     key = (os.getpid(), threading.get_ident())
     with _drivers_lock:
         driver = _drivers.get(key)
+        if driver is not None and not driver.dead and not driver.healthy():
+            driver.kill()  # killed or stopped from outside: replaced
         if driver is None or driver.dead:
             driver = _drivers[key] = _Driver()
         driver.users += 1
@@ -544,6 +589,9 @@ class _Handles:
         self.failure: str | None = None
         #: Whether the watchdog killed the Playwright driver (it did not answer either).
         self.driver_killed = False
+        #: While a driver starts (under the launch deadline): the driver processes this process
+        #: had before, so that a kill past the deadline kills the new one too.
+        self.drivers_before: set[int] | None = None
         self.watchdog = _Watchdog(self.on_timeout)
 
     def on_timeout(self) -> None:
@@ -575,8 +623,16 @@ class _Handles:
                 pass
         for needle in self.needles:
             _kill_all(needle)
+        if self.drivers_before is not None:  # a driver that is still starting
+            for pid in set(_driver_children()) - self.drivers_before:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
-    def shutdown(self) -> None:
+    def shutdown(self, keep_driver: bool = False) -> None:
+        """Close the browser and kill what is left of it; release this session's share of the
+        driver, unless ``keep_driver`` and it is healthy (a restart then needs no new one)."""
         browser, self.browser = self.browser, None
         if self.failure is not None:
             self.kill()  # a dead or frozen browser: Playwright's close would wait for it
@@ -600,6 +656,8 @@ class _Handles:
         self.main_pid = None
         self.failure = None
         self.driver_killed = False
+        if keep_driver and self.driver is not None and self.driver.healthy():
+            return
         key, self.driver_key = self.driver_key, None
         driver, self.driver = self.driver, None
         if key is not None and driver is not None:
@@ -623,6 +681,8 @@ class BrowserSession:
             :data:`DRIVER_GRACE_S`, the driver is killed too).
         launch_timeout: the deadline of a start of the browser (its own, apart from
             ``call_timeout``: a reset that finds the browser dead starts a new one under it).
+        devtools: ``"pipe"`` or ``"port"`` (default: ``$HARNESS_GYM_BROWSER_DEVTOOLS``, else
+            ``"pipe"``), see :data:`DEVTOOLS_ENV`.
     """
 
     def __init__(
@@ -631,7 +691,9 @@ class BrowserSession:
         tabs: int = DEFAULT_TABS,
         call_timeout: float = CALL_TIMEOUT_S,
         launch_timeout: float = LAUNCH_TIMEOUT_S,
+        devtools: str | None = None,
     ) -> None:
+        self.devtools = devtools_mode(devtools)
         if tabs < 1:
             raise ValueError(f"tabs must be at least 1, got {tabs}")
         if not call_timeout > 0:
@@ -669,7 +731,11 @@ class BrowserSession:
         """Whether the browser is running and answering (no round trip)."""
         handles = self._handles
         browser = handles.browser
-        return browser is not None and not self._broken and handles.failure is None and browser.is_connected()
+        if browser is None or self._broken or handles.failure is not None or not browser.is_connected():
+            return False
+        # A driver killed or stopped from outside (between episodes, say) is noticed here, at
+        # the next reset, not at the first call that waits on it.
+        return handles.driver is None or handles.driver.healthy()
 
     def pids(self) -> list[int]:
         """The browser's live processes (browser, zygotes, renderers, GPU and utility ones)."""
@@ -743,21 +809,33 @@ class BrowserSession:
         if self.alive:
             return
         seconds = self.launch_timeout if seconds is None else seconds
-        self.shutdown()
+        if self._handles.driver is not None and not self._handles.driver.healthy():
+            self._handles.driver.kill()  # the shutdown then kills the browser, without asking it
+        own = (os.getpid(), threading.get_ident())
+        self.shutdown(keep_driver=self._handles.driver_key == own)  # a healthy driver is kept
         require_playwright()
         handles = self._handles
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         marker = f"{SESSION_ENV}={tag}"
         handles.needles = [marker]
         began = time.monotonic()
-        handles.driver = _acquire_driver()
-        handles.driver_key = (os.getpid(), threading.get_ident())
-        driver = handles.driver.playwright
         try:
             with self.guard(f"the start of Chromium at {self.executable}", seconds):
+                if handles.driver is None:  # started under the deadline: killed past it
+                    handles.drivers_before = set(_driver_children())
+                    try:
+                        handles.driver = _acquire_driver()
+                    except Exception as err:  # noqa: BLE001 - a driver killed while it started
+                        if handles.failure is None:
+                            raise
+                        raise BrowserCrashedError(f"the Playwright driver did not start: {err}") from err
+                    finally:
+                        handles.drivers_before = None
+                    handles.driver_key = own
+                driver = handles.driver.playwright
                 browser = driver.chromium.launch(
                     executable_path=self.executable,
-                    args=launch_args(),
+                    args=launch_args(self.devtools),
                     env={**os.environ, SESSION_ENV: tag},
                     headless=True,
                     timeout=seconds * 1000,
@@ -800,10 +878,20 @@ class BrowserSession:
         """A direct DevTools connection to every tab (see :class:`_DirectPage`), or none (then
         page scripts go through Playwright's DevTools sessions): when ``websocket-client`` is
         not installed or Chromium shows no DevTools port."""
-        if importlib.util.find_spec("websocket") is None or "--remote-debugging-port=0" not in launch_args():
+        if self.devtools != "port":
             return []
         port = _devtools_port(self._handles.needles, 5.0)
-        if port is None:
+        if port is not None:
+            warnings.warn(
+                f"Chromium's DevTools port 127.0.0.1:{port} is open (devtools='port'): any process "
+                "of any user of this machine can connect to it, drive the browser, read what its "
+                "pages show (the instructions, typed passwords) and read files this user can "
+                "read through a file:// tab. On a shared machine use the default, devtools='pipe' "
+                f"(unset {DEVTOOLS_ENV}).",
+                DevToolsPortWarning,
+                stacklevel=2,
+            )
+        if port is None or importlib.util.find_spec("websocket") is None:
             return []
         direct = []
         try:
@@ -819,8 +907,9 @@ class BrowserSession:
             return []
         return direct
 
-    def shutdown(self) -> None:
-        """Close the browser (if any) and make sure none of its processes survive."""
+    def shutdown(self, keep_driver: bool = False) -> None:
+        """Close the browser (if any) and make sure none of its processes survive (the driver
+        is kept for the next start when ``keep_driver`` and it is healthy)."""
         for page in self._direct:
             page.close()
         self._direct = []
@@ -829,7 +918,7 @@ class BrowserSession:
         self._cdp = []
         self._active = None
         self._loading = {}
-        self._handles.shutdown()
+        self._handles.shutdown(keep_driver)
         self._broken = False
 
     def close(self) -> None:
@@ -907,16 +996,20 @@ class BrowserSession:
         """PNG bytes of the element ``selector`` of a page of this session (its bounding box,
         in CSS pixels), under a deadline.
 
-        The box is read by one DevTools call, then Playwright's ``page.screenshot(clip=box)``
-        captures it (the text caret hidden, its default). Playwright's element screenshot
-        (``locator.screenshot``) gives the same image, but its visibility and stability checks
-        cost about twice as much per capture.
+        The box is read by one DevTools call, then ``Page.captureScreenshot`` captures it
+        (over the session's own connection to the tab where there is one). Nothing in the
+        page is changed for it: Playwright's ``page.screenshot`` hides the text caret by
+        writing a ``style`` attribute on every text field (and leaves ``style=""`` behind);
+        here no caret is ever drawn (the :mod:`virtual clock <harness_gym.envs.browser.clock>`'s
+        style), and MiniWoB's START cover, hidden for the capture, gets its ``style`` back.
 
         The first capture shows the session's window (minimized at start) and brings the tab
         to the front: in a minimized window, or in a background tab, Chromium takes one to two
         seconds to produce the first frame of each new document (measured here; 50-100 ms
         otherwise).
         """
+        import base64
+
         with self.guard("a screenshot"):
             tab = self._tab(page)
             if self._front != tab:
@@ -924,7 +1017,15 @@ class BrowserSession:
             box = self._evaluate(tab, TASK_AREA_BOX.replace("__SELECTOR__", json.dumps(selector)))
             if box is None:
                 raise BrowserCrashedError(f"the page has no element {selector!r} to capture")
-            return page.screenshot(clip=box, type="png")
+            cover = box.pop("cover")
+            clip = {**box, "scale": 1}
+            params = {"format": "png", "clip": clip, "captureBeyondViewport": False}
+            try:
+                shot = self._send(tab, "Page.captureScreenshot", params)
+            finally:
+                if cover is not None:
+                    self._evaluate(tab, UNHIDE_COVER.replace("__STYLE__", json.dumps(cover)))
+            return base64.b64decode(shot["data"])
 
     def _show(self, tab: int) -> None:
         """Un-minimize the window of ``tab`` (once) and bring ``tab`` to the front."""
@@ -948,12 +1049,17 @@ class BrowserSession:
         new document (one more round trip and a large compile per episode). Over the direct
         connection to the tab when there is one, else through Playwright's DevTools session."""
         params = {"expression": expression, "returnByValue": True, "awaitPromise": True, "userGesture": True}
-        reply = (self._direct[tab] if self._direct else self._cdp[tab]).send("Runtime.evaluate", params)
+        reply = self._send(tab, "Runtime.evaluate", params)
         details = reply.get("exceptionDetails")
         if details is not None:
             error = details.get("exception", {}).get("description") or details.get("text", "")
             raise BrowserCrashedError(f"a page script failed: {error}")
         return reply["result"].get("value")
+
+    def _send(self, tab: int, method: str, params: dict[str, Any]) -> Any:
+        """A DevTools command to a tab: over the direct connection when there is one, else
+        through Playwright's DevTools session."""
+        return (self._direct[tab] if self._direct else self._cdp[tab]).send(method, params)
 
     def _run_when_ready(self, tab: int, url: str, expression: str) -> Any:
         """Evaluate ``__hgSession.ready(...)`` (see :data:`SESSION_SCRIPT`) in a tab until it
@@ -983,6 +1089,9 @@ __all__ = [
     "BrowserSession",
     "BrowserTimeoutError",
     "BrowserUnavailableError",
+    "DEVTOOLS_ENV",
+    "DEVTOOLS_MODES",
+    "DevToolsPortWarning",
     "INSTALL_CHROMIUM",
     "INSTALL_EXTRA",
     "check_requirements",

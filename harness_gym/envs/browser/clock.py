@@ -10,7 +10,8 @@ runs before any page script and replaces all of it with deterministic stand-ins:
   callbacks on that virtual time; ``advance`` runs the due ones in (time, id) order;
 * ``Math.random`` is a fixed-seed generator until the episode calls ``Math.seedrandom(seed)``
   (MiniWoB's own seeding), so anything drawn at load time is the same on every load;
-* CSS animations and transitions jump to their end state.
+* CSS animations and transitions jump to their end state, and no text caret blinks (none is
+  drawn: a capture never depends on the blink's phase).
 
 So an episode's observations are a pure function of the task, the seed and the actions.
 """
@@ -23,6 +24,10 @@ EPOCH_MS = 1_483_228_800_000
 #: Virtual milliseconds run after every action (animations, delayed widgets, debounced
 #: autocomplete searches settle within it).
 SETTLE_MS = 1_000
+
+#: Virtual milliseconds a reused document's restart runs the previous episode's queued work
+#: for (animations end, one-shot timers fire) before the queue is put back as a fresh load has it.
+DRAIN_MS = 60_000
 
 INIT_SCRIPT = """
 (() => {
@@ -90,11 +95,41 @@ INIT_SCRIPT = """
     now = end;
     return now - EPOCH;
   }
-  // A new episode in the same document (``reuse_page``): back to the first instant, nothing queued.
-  function restart() { timers.clear(); now = EPOCH; }
-  window.__hgClock = {advance, restart, pending: () => timers.size, errors, now: () => now - EPOCH};
+  // What a fresh document has queued when its first episode starts (timers its load set),
+  // recorded by ``mark`` at that start, for ``restart``.
+  let marked = null;
+  function mark() {
+    if (marked === null) marked = {nextId, at: now, timers: Array.from(timers.values(), (t) => ({...t}))};
+  }
+  // A new episode in the same document (``reuse_page``): the previous episode's queued work run
+  // to its end first (within DRAIN_MS virtual ms, so an animation library whose frame loop is
+  // on the queue sees its animations finish, as it would have, and starts its loop again the
+  // next time), then back to what the fresh document had: the first instant, the timers its
+  // load queued (the same callbacks, ids and due times), the same next timer id.
+  function restart() {
+    if (timers.size) advance(DRAIN_MS);
+    timers.clear();
+    errors.length = 0;
+    if (marked !== null) {
+      for (const t of marked.timers) timers.set(t.id, {...t});
+      nextId = marked.nextId;
+      now = marked.at;
+    } else {
+      now = EPOCH;
+    }
+  }
+  // Queued timers in the order they will run, as [due (virtual ms), interval] (the reuse tests'
+  // comparison; ids are left out: no page sees them, and only their order matters).
+  const schedule = () => Array.from(timers.values()).sort((a, b) => a.at - b.at || a.id - b.id)
+    .map((t) => [t.at - EPOCH, t.every]);
+  window.__hgClock = {advance, mark, restart, schedule, pending: () => timers.size, errors,
+                      now: () => now - EPOCH};
+  // No CSS motion, and no blinking text caret (its phase is wall-clock time): a capture shows
+  // what the virtual clock says, and needs nothing changed in the page first (Playwright's
+  // caret hiding writes a style attribute on every text field, see BrowserSession.screenshot).
   const css = '*, *::before, *::after { animation-duration: 0s !important; ' +
-    'animation-delay: 0s !important; transition-duration: 0s !important; transition-delay: 0s !important; }';
+    'animation-delay: 0s !important; transition-duration: 0s !important; transition-delay: 0s !important; ' +
+    'caret-color: transparent !important; }';
   document.addEventListener('DOMContentLoaded', () => {
     const style = document.createElement('style');
     style.setAttribute('data-hg', 'clock');
@@ -102,4 +137,4 @@ INIT_SCRIPT = """
     (document.head || document.documentElement).appendChild(style);
   });
 })();
-""".replace("__EPOCH__", str(EPOCH_MS))
+""".replace("__EPOCH__", str(EPOCH_MS)).replace("DRAIN_MS", str(DRAIN_MS))

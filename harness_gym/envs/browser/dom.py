@@ -237,13 +237,124 @@ PAGE_SCRIPT = r"""
     dp._keyEvent = false; dp._pos = null;
   }
 
+  // The document as its load left it, recorded at its first episode start (before MiniWoB's
+  // startEpisodeReal), so that a restart puts back exactly that: every node's attributes, child
+  // list and text (the same node objects, so references the task's scripts hold stay valid),
+  // every form control's value and checkedness as a fresh parse has them (a control edited by
+  // the user or a script no longer follows its markup: a text area whose text changes keeps
+  // showing the typed value, so it is reset, not only re-parented), and every element's scroll.
+  const CONTROLS = 'input, textarea, select';
+  let loaded = null;
+  function recordLoad() {
+    const nodes = [];
+    const walker = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_ALL);
+    for (let n = walker.currentNode; n; n = walker.nextNode()) {
+      if (n.nodeType === 1) {
+        const attrs = Array.from(n.attributes, (a) => [a.namespaceURI, a.name, a.localName, a.value]);
+        nodes.push({node: n, attrs, kids: Array.from(n.childNodes), top: n.scrollTop, left: n.scrollLeft});
+      } else if ('data' in n) {
+        nodes.push({node: n, data: n.data});
+      }
+    }
+    const controls = Array.from(document.querySelectorAll(CONTROLS), (el) => ({
+      el, value: el.value, checked: el.checked, indeterminate: el.indeterminate,
+      selected: el.tagName === 'SELECT' ? Array.from(el.options, (o) => o.selected) : null,
+    }));
+    loaded = {nodes, controls, jq: new Map()};
+    for (const rec of nodes) if (rec.kids !== undefined) loaded.jq.set(rec.node, jqueryState(rec.node));
+  }
+  // What jQuery keeps on an element: its data keys (jQuery UI's widget instances among them),
+  // its private keys (cached display values, animation queues, ...) and its event handlers.
+  function jqueryState(el) {
+    const $ = window.jQuery;
+    if (!$ || !$.hasData || !$._data || !$.hasData(el)) return null;
+    const priv = $._data(el);
+    const events = {};
+    for (const [type, list] of Object.entries(priv.events || {})) events[type] = list.slice();
+    return {data: Object.keys($.data(el)), priv: Object.keys(priv), events};
+  }
+  // jQuery's state on the elements of the load put back as the load left it: the widgets an
+  // episode made on them destroyed (their own destroy forgets them and puts their markup back,
+  // so the next episode's script makes them anew, as on a fresh document, instead of finding
+  // them made and leaving them as they are), the data and private keys added since deleted,
+  // the event handlers added since removed.
+  function restoreJquery() {
+    const $ = window.jQuery;
+    if (!$ || !$.hasData || !$._data) return;
+    for (const [el, had] of loaded.jq) {
+      if (!$.hasData(el)) continue;
+      const data = $.data(el), keep = had ? had.data : [];
+      for (const key of Object.keys(data)) {
+        if (keep.includes(key)) continue;
+        const value = data[key];
+        if (value && value.widgetFullName === key && typeof value.destroy === 'function') {
+          try { value.destroy(); } catch (e) {}
+        }
+        $.removeData(el, key);
+      }
+      const priv = $._data(el), events = (had && had.events) || {};
+      for (const [type, list] of Object.entries(priv.events || {})) {
+        for (const handle of list.slice()) {
+          if (!(events[type] || []).includes(handle)) {
+            const name = type + (handle.namespace ? '.' + handle.namespace : '');
+            $.event.remove(el, name, handle.handler, handle.selector);
+          }
+        }
+      }
+      const privKeep = had ? had.priv : [];
+      for (const key of Object.keys($._data(el))) {
+        if (!privKeep.includes(key) && key !== 'events' && key !== 'handle') $._removeData(el, key);
+      }
+    }
+  }
+  function restoreLoad() {
+    if (loaded === null) return;
+    restoreJquery();
+    // Form controls first: each is reset (its dirty flags cleared, as a fresh parse has them)
+    // by its form's reset, a control without a form inside a detached form made for it; the
+    // tree below then puts every node back where it was.
+    const spare = document.createElement('form');
+    for (const {el} of loaded.controls) if (!el.form) spare.appendChild(el);
+    const forms = new Set(loaded.controls.map(({el}) => el.form));
+    for (const form of forms) if (form) HTMLFormElement.prototype.reset.call(form);
+    for (const rec of loaded.nodes) {
+      const n = rec.node;
+      if (rec.kids === undefined) { if (n.data !== rec.data) n.data = rec.data; continue; }
+      for (const a of Array.from(n.attributes)) {
+        const kept = rec.attrs.some(([ns, name]) => ns === a.namespaceURI && name === a.name);
+        if (!kept) n.removeAttributeNode(a);
+      }
+      for (const [ns, name, local, value] of rec.attrs) {
+        if (n.getAttributeNS(ns, local) !== value) n.setAttributeNS(ns, name, value);
+      }
+      const kids = n.childNodes;
+      const same = kids.length === rec.kids.length && rec.kids.every((k, i) => kids[i] === k);
+      if (!same) n.replaceChildren(...rec.kids);
+    }
+    for (const c of loaded.controls) {  // what the load's scripts set apart from the markup
+      const el = c.el;
+      if (el.value !== c.value) el.value = c.value;
+      if ('checked' in el && el.checked !== c.checked) el.checked = c.checked;
+      if ('indeterminate' in el) el.indeterminate = c.indeterminate;
+      if (c.selected) c.selected.forEach((on, i) => { if (el.options[i]) el.options[i].selected = on; });
+    }
+    for (const rec of loaded.nodes) {
+      if (rec.kids === undefined) continue;
+      if (rec.node.scrollTop !== rec.top) rec.node.scrollTop = rec.top;
+      if (rec.node.scrollLeft !== rec.left) rec.node.scrollLeft = rec.left;
+    }
+  }
+
   function start(args) {
+    if (loaded === null) {
+      recordLoad();
+      if (window.__hgClock) window.__hgClock.mark();
+    }
     Math.seedrandom(args.seed);
     core.setDataMode(args.mode);
     if (!core.cover_div) core.startEpisode();
-    if (hg.uidStart === undefined) resettableIds();
+    if (hg.uidStart === undefined) { resettableIds(); hg.uidStart = hg.uid; }
     core.startEpisodeReal();
-    if (hg.uidStart === undefined) hg.uidStart = hg.uid;
     if (core.EP_TIMER !== null) { clearTimeout(core.EP_TIMER); core.EP_TIMER = -1; }
     clearInterval(core.CD_TIMER);
     const obs = observe(args.settle, args.points);
@@ -403,6 +514,7 @@ PAGE_SCRIPT = r"""
   // to its first instant with no timer pending, new refs, no focus, then ``start``.
   function restart(args) {
     if (window.__hgClock) window.__hgClock.restart();
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     // Back to a fresh document's bookkeeping: no episode done, no reward shown, and no
     // element marked as clicked (core.js marks each clicked element data-tampered="e<id>").
     WOB_EPISODE_ID = 0;
@@ -415,9 +527,12 @@ PAGE_SCRIPT = r"""
     const episodes = document.getElementById('episode-id');
     if (episodes) episodes.textContent = '0';
     for (const el of document.querySelectorAll('[data-tampered]')) el.removeAttribute('data-tampered');
-    if (hg.uidStart !== undefined) hg.uid = hg.uidStart;
     resetAutocompletes();
     resetDatepickers();
+    restoreLoad();
+    if (hg.uidStart !== undefined) hg.uid = hg.uidStart;
+    const selection = window.getSelection();
+    if (selection) selection.removeAllRanges();
     hg.refOf = new WeakMap(); hg.byRef = new Map(); hg.next = 1; hg.hover = null;
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     window.scrollTo(0, 0);

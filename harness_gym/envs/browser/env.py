@@ -12,7 +12,8 @@ does (every harness factor applies unchanged) and adds what a real browser needs
   ``miniwob_seed``, the seed given to MiniWoB's ``Math.seedrandom`` (Farama's env replays the
   same instance with ``reset(seed=info["miniwob_seed"])``);
 * ``info["browser_options"]``: the browser options the env runs with (``click_mode``,
-  ``type_mode``, ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``); ``reuse_page``
+  ``type_mode``, ``call_timeout``, ``launch_timeout``, ``reuse_page``, ``screenshots``,
+  ``devtools``: ``pipe`` or ``port``); ``reuse_page``
   (True by default) asks for episodes in the previous episode's document where that is
   exact, ``False`` forces a freshly loaded document per episode;
 * ``info["page_reused"]``: whether this reset ran in the previous episode's document (True

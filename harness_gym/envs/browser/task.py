@@ -64,6 +64,7 @@ from harness_gym.envs.browser.browser import (
     BrowserSession,
     BrowserTimeoutError,
     check_requirements,
+    devtools_mode,
 )
 from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
@@ -349,6 +350,7 @@ class BrowserTask(Task):
             "launch_timeout": launch,
             "reuse_page": self.reuse_page,
             "screenshots": self.screenshots,
+            "devtools": session.devtools if session is not None else devtools_mode(),
         }
 
     def fields(self) -> dict[str, Any]:
