@@ -666,10 +666,35 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _aliased_effects(effects: Any) -> Any:
+    """Effects of completely aliased factors, printed as what they are: "main effect or
+    interaction" (the design cannot tell them apart), with their interval and Holm p."""
+    if not len(effects) or "aliased_with" not in effects:
+        return effects.iloc[0:0]
+    e = effects[(effects["aliased_with"].fillna("") != "") & effects["effect_low"].notna()]
+    out = e[["agent", "level"]].copy()
+    out.insert(1, "main effect or", [f"{f} or {pairs}" for f, pairs in zip(e["factor"], e["aliased_with"])])
+    out["effect (pp)"] = [
+        f"{100 * s:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+        for s, lo, hi in zip(e.effect, e.effect_low, e.effect_high)
+    ]
+    out["p (Holm)"] = [f"{p:.2g}" for p in e["p_holm"]]
+    return out
+
+
 def _effects_tables(estimated: Any) -> list[tuple[str, Any]]:
     tables = [
         ("Largest effects (significant after Holm's correction)", _pretty(_top_effects(estimated.table)))
     ]
+    aliased = _aliased_effects(estimated.table)
+    if len(aliased):
+        tables.append(
+            (
+                "Main effect or interaction (completely aliased in this design, never called a main "
+                "effect; --subset foldover separates them)",
+                aliased,
+            )
+        )
     by_task = estimated.by_task
     if by_task is not None and len(by_task) and by_task["significant"].any():
         t = by_task[by_task["significant"]].assign(size=lambda d: d["effect"].abs())
@@ -716,8 +741,14 @@ def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
             "Main effects are clear of two-factor interactions (resolution IV or more)."
             if aliasing < 1e-9
             else "Main effects are aliased with two-factor interactions (largest alias coefficient "
-            f"{aliasing:.2f}): an interaction would show up as a main effect, so each agent's "
-            "lack-of-fit check decides whether its main effects can be trusted (below)."
+            f"{aliasing:.2f}): an interaction would show up as a main effect. Where an interaction lies "
+            "wholly inside a main effect (complete aliasing) no test on this design can tell them "
+            "apart: that effect is printed as 'main effect or interaction' and never called "
+            "significant as a main effect. Where part of it shows in the residual but the main effect "
+            "moves more than that part, the effect is re-estimated with the interaction in the "
+            "model, or withheld where the design cannot hold both. The rest is left to each agent's "
+            "lack-of-fit check (below). --subset foldover separates main effects from two-factor "
+            "interactions."
         )
     return lines
 
@@ -751,7 +782,8 @@ def _estimator_text(estimator: str, design: dict[str, Any] | None) -> str:
         "(effect coding). Its estimates hold when the two-factor interactions are zero or orthogonal "
         "to them; a lack-of-fit test of this model per agent decides it from the data. Where the "
         "model does not fit, the factors whose main effect moves with the interactions carrying the "
-        "misfit are named and get no interval."
+        "misfit are named and get no interval. Aliasing the test cannot see is settled from the design "
+        "(see Design): completely aliased effects read 'main effect or interaction'."
     )
 
 
