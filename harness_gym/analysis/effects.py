@@ -473,10 +473,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-def _one_way(theta: np.ndarray, groups: np.ndarray) -> float:
-    """One-way ANOVA p-value that a column's cluster mean is the same in every group (task)."""
+#: Values within this share of the outcome's range of each other are equal: every test below
+#: gives p = 1 (no claim) to numbers that differ by floating-point rounding only. Absolute,
+#: not relative to the values tested, which may themselves be rounding noise (about 1e-16).
+NO_VARIATION = 1e-9
+
+
+def no_variation(values: np.ndarray, scale: float = 1.0) -> bool:
+    """True when ``values`` span no more than :data:`NO_VARIATION` times ``scale`` (the range
+    of the outcome), i.e. they differ by rounding only."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size == 0 or float(v.max() - v.min()) <= NO_VARIATION * max(abs(scale), 1e-300))
+
+
+def _one_way(theta: np.ndarray, groups: np.ndarray, scale: float = 1.0) -> float:
+    """One-way ANOVA p-value that a column's cluster mean is the same in every group (task);
+    1 when the cluster values differ by rounding only (``scale``: the outcome's range)."""
     from scipy import special
 
+    if no_variation(theta, scale):
+        return 1.0
     labels = np.unique(groups)
     g, t = len(theta), len(labels)
     if t < 2 or g <= t:
@@ -637,6 +654,7 @@ def factor_effects(
     values = ok[value].to_numpy(dtype=float) if len(ok) else np.zeros(1)
     binary = bool(np.isin(values, (0.0, 1.0)).all())
     y_range = (0.0, 1.0) if binary else (float(np.nanmin(values)), float(np.nanmax(values)))
+    span = float(y_range[1] - y_range[0]) or 1.0  # the outcome's range: the scale of "no variation"
     records: list[dict[str, Any]] = []
     task_records: list[dict[str, Any]] = []
     het_records: list[dict[str, Any]] = []
@@ -663,7 +681,7 @@ def factor_effects(
             models[agent] = model  # with the interactions the data select: the variance split
             main = build_model(codes, factors, levels, interactions=False)
             linear = _least_squares_linear(main, counts)
-            fit = _lack_of_fit(main, grid.filled())
+            fit = _lack_of_fit(main, grid.filled(), span)
             if fit["fits"] is False:
                 withheld = _aliased_with(main, fit["interactions"])
             if not assume_no_interactions:
@@ -691,7 +709,7 @@ def factor_effects(
             per_base: dict[str, list[np.ndarray]] = {}
             linear = _paired_linear(grid, flips, per_harness, factors, levels, per_base)
             unmet = _unmet_levels(flips, per_harness, factors, levels, grid.harnesses)
-            base_records += _base_differences(agent, grid, per_base)
+            base_records += _base_differences(agent, grid, per_base, span)
         records += _rows(
             agent, grid, linear, factors, levels, codes, y_range, confidence, withheld, estimator,
             aliased, adjusted,
@@ -907,7 +925,8 @@ def _task_rows(
                     }
                 )
         if len(tasks) >= 2:
-            ps = [_one_way(theta[:, j], grid.tasks) for j in range(theta.shape[1])]
+            scale = float(y_range[1] - y_range[0]) or 1.0
+            ps = [_one_way(theta[:, j], grid.tasks, scale) for j in range(theta.shape[1])]
             ps = [p for p in ps if p == p]
             p = min(1.0, min(ps) * max(len(levels[f]) - 1, 1)) if ps else math.nan
             het.append({"agent": agent, "factor": f, "tasks": len(tasks), "p_value": p})
@@ -919,7 +938,7 @@ def _task_rows(
     return rows, het
 
 
-def mean_zero_test(z: np.ndarray) -> float:
+def mean_zero_test(z: np.ndarray, scale: float = 1.0) -> float:
     """p-value that ``k`` cluster-level quantities (``z``: clusters x k) all have mean zero:
     ``T = G |mean z|^2`` referred to a scaled F with Satterthwaite's degrees of freedom (for
     ``k = 1`` exactly the squared t test). Every cluster equal: 1 if that value is zero, else
@@ -930,6 +949,8 @@ def mean_zero_test(z: np.ndarray) -> float:
     g = z.shape[0]
     if g < 2 or z.size == 0:
         return math.nan
+    if float(np.abs(z).max()) <= NO_VARIATION * max(abs(scale), 1e-300):
+        return 1.0  # every cluster's value is zero up to rounding: no claim
     k = z.shape[1]
     zbar = z.mean(axis=0)
     stat = g * float(zbar @ zbar)
@@ -942,7 +963,7 @@ def mean_zero_test(z: np.ndarray) -> float:
     return float(special.fdtrc(nu, g - 1, stat / (c * nu)))
 
 
-def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
+def _lack_of_fit(model: Model, filled: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
     """Does the model of harness means fit this agent? A test that the part of the harness
     means no model term explains is zero (``E[r] = 0`` for ``r`` the residual coordinates of
     each cluster's harness vector): ``T = G |mean r|^2``, referred to a scaled F with
@@ -960,7 +981,7 @@ def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
         return out
     z = filled @ basis  # (G, k)
     zbar = z.mean(axis=0)
-    p = mean_zero_test(z)
+    p = mean_zero_test(z, scale)
     out["p"] = p
     out["fits"] = bool(p > LACK_OF_FIT_ALPHA)
     if not out["fits"]:
@@ -1033,7 +1054,7 @@ def _fit_warnings(agent: str, model: Model, fit: Mapping[str, Any], withheld: Ma
 
 
 def _base_differences(
-    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]]
+    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]], scale: float = 1.0
 ) -> list[dict[str, Any]]:
     """Per factor flipped at two or more bases: a test that its level effects are the same at
     every base (each cluster's differences between bases, :func:`mean_zero_test`), Holm over
@@ -1044,7 +1065,7 @@ def _base_differences(
         if len(mats) < 2:
             continue
         z = np.hstack([filled @ (m - mats[0]).T for m in mats[1:]])
-        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z)})
+        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z, scale)})
     for r, p in zip(out, holm([r["p_value"] for r in out])):
         r["p_holm"] = p
         r["differs"] = bool(p <= ALPHA) if p == p else False
