@@ -406,7 +406,7 @@ def build_report(
 
     sweep_dir = Path(sweep_dir)
     meta = read_meta(sweep_dir)
-    rows = load_rows(sweep_dir)
+    rows = _as_sweep_rows(load_rows(sweep_dir), meta)
     out = Path(out_dir) if out_dir is not None else sweep_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     factors = [f for f in meta.get("factors", []) if f"level_{f}" in rows]
@@ -453,6 +453,13 @@ def build_report(
 
     has_ceiling = bool(rows["ceiling"].notna().any())
     n_seeds = len(meta.get("seeds", []))
+    if meta.get("kind") == "multiagent":
+        meta = {
+            **meta,
+            "tasks": list(dict.fromkeys(rows["task_id"])),
+            "harnesses": list(dict.fromkeys(rows["harness_name"])),
+            "subset": "multi-agent sweep: each harness is an env's channel between the agents",
+        }
     summary = (
         f"Sweep `{meta['sweep_id']}`: agents {', '.join(f'`{a}`' for a in agents)}; "
         f"{len(meta.get('tasks', []))} task(s); {len(meta.get('harnesses', []))} harness(es) "
@@ -560,6 +567,22 @@ def build_report(
     md_path.write_text(_markdown(title, sections))
     html_path.write_text(_html(title, sections, out))
     return Report(out, md_path, html_path, plots, table_paths)
+
+
+def _as_sweep_rows(rows: Any, meta: dict[str, Any]) -> Any:
+    """A multi-agent sweep's rows in the single-agent report's shape: the harness of a row is
+    the channel between the agents (``channel_id``; its levels are the ``level_`` columns), the
+    ceiling unknown. Other sweeps' rows are returned as they are."""
+    if meta.get("kind") != "multiagent" or "harness_name" in rows:
+        return rows
+    rows = rows.copy()
+    key = rows["channel_id"] if "channel_id" in rows else rows["harness_id"]
+    rows["harness_name"] = [f"{e}:{k}" for e, k in zip(rows.get("env_id", key), key)]
+    rows["harness_id"] = rows["harness_name"]
+    for column in ("ceiling", "wall_time"):
+        if column not in rows:
+            rows[column] = float("nan")
+    return rows
 
 
 def _space_name(space: Any) -> str:
