@@ -420,11 +420,12 @@ def build_report(
 
     levels = {f: _levels(rows, f, meta) for f in factors}
     design = meta.get("design") or None
-    estimated = factor_effects(rows, factors, design=design, levels=levels)
+    effect_rows, effects_source = _effect_rows(rows, sweep_dir)
+    estimated = factor_effects(effect_rows, factors, design=design, levels=levels)
     effects = estimated.table
     models = estimated.models
     if not models:  # paired flips: the variance split still needs each agent's model
-        models = factor_effects(rows, factors, levels=levels, replicates=1).models
+        models = factor_effects(effect_rows, factors, levels=levels, replicates=1).models
     variance = variance_decomposition(rows, model=models)
     worst = worst_harness(rows)
     tables = {
@@ -491,7 +492,7 @@ def build_report(
         ),
         Section(
             "Marginal effect of each factor level",
-            _effects_text(estimated, design),
+            effects_source + _effects_text(estimated, design),
             image="marginal_effects.png",
             tables=_effects_tables(estimated),
         ),
@@ -567,6 +568,51 @@ def build_report(
     md_path.write_text(_markdown(title, sections))
     html_path.write_text(_html(title, sections, out))
     return Report(out, md_path, html_path, plots, table_paths)
+
+
+def _effect_rows(rows: Any, sweep_dir: Path) -> tuple[Any, list[str]]:
+    """The rows factor effects may be estimated from, and a sentence saying which.
+
+    A sweep's rows are a design: all of them. A harness search's are adaptive (each harness
+    played the dev seeds its race gave it, chosen by what earlier seeds showed), so effects
+    come only from the test seeds, which the search never looked at, and only from the
+    harnesses that played every one of them on every task (shared seeds, no filled cells).
+    Fewer than two such harnesses: no rows, and the sentence says so.
+    """
+    from harness_gym.analysis.search.report import is_search_folder
+
+    if not is_search_folder(sweep_dir):
+        return rows, []
+    import json
+
+    from harness_gym.analysis.search.run import SEARCH_FILE
+
+    spec = json.loads((sweep_dir / SEARCH_FILE).read_text(encoding="utf-8"))
+    spec = spec.get("spec", spec)
+    test = {int(s) for s in spec.get("test_seeds", [])}
+    ok = rows[rows["error"].isna()] if "error" in rows else rows
+    on_test = ok[ok["seed"].astype(int).isin(test)]
+    cells = len(test) * on_test["task_id"].nunique()
+    played = on_test.groupby(["agent", "harness_name"])[["task_id", "seed"]].apply(
+        lambda g: len(set(zip(g["task_id"], g["seed"])))
+    )
+    full = {key for key, n in played.items() if n >= cells and cells}
+    keep = on_test[[(a, h) in full for a, h in zip(on_test["agent"], on_test["harness_name"])]]
+    harnesses = keep["harness_name"].nunique()
+    if harnesses < 2:
+        return keep.iloc[0:0], [
+            "Search folder: factor effects are not estimated. The search's own rows are adaptive (each "
+            "harness played the dev seeds its race gave it), and fewer than two harnesses played every "
+            "test seed; run a sweep of a design after the search (harness-gym sweep --space ... "
+            "--subset foldover) to measure them."
+        ]
+    return keep, [
+        f"Search folder: factor effects come only from the {harnesses} harnesses that played every one of "
+        f"the {len(test)} test seeds on every task (the search never looked at those seeds, and every "
+        "harness compared played the same instances); the dev rows are adaptive and left out. A few "
+        "harnesses chosen by a search separate few factors: a sweep of a design after the search "
+        "(--subset foldover) measures them all."
+    ]
 
 
 def _as_sweep_rows(rows: Any, meta: dict[str, Any]) -> Any:
