@@ -365,3 +365,20 @@ def test_every_statement_against_the_truth_over_100_design_seeds(design, agent) 
     if r["aliased"] >= 50:
         assert r["aliased_covered"] >= 0.88 * r["aliased"]
     assert r["false_heterogeneous"] <= 0.10 * r["sweeps"]
+
+
+def test_no_detectable_effect_names_the_minimum_detectable_effect() -> None:
+    from harness_gym.analysis.effects import minimum_detectable
+    from harness_gym.analysis.report import _effects_text
+
+    # one test, a 95% interval of half-width 0.1: se 0.051, MDE (1.96 + 0.84) se = 0.143
+    assert minimum_detectable([-0.1], [0.1], 1) == pytest.approx(0.1 / 1.959964 * (1.959964 + 0.841621))
+    assert minimum_detectable([-0.1, -0.05], [0.1, 0.05], 10) > minimum_detectable([-0.1], [0.1], 1)
+    effects, _, _ = sweep(BINARY, "foldover", null, 1, seeds=10)
+    said = " ".join(_effects_text(effects, None))
+    quiet = effects.no_effect.get("x", [])
+    assert quiet and "minimum detectable effect +/-" in said
+    for f in quiet:
+        overall, task = effects.detectable[("x", f)]
+        assert 0 < overall < task  # a task has half the clusters: it sees only larger effects
+        assert f"{f} (minimum detectable effect +/-{100 * overall:.0f} pp overall" in said

@@ -561,6 +561,9 @@ class Effects:
     bases: Any = None
     no_effect: dict[str, list[str]] = field(default_factory=dict)
     exact_zero: dict[str, list[str]] = field(default_factory=dict)
+    #: (agent, factor) of ``no_effect`` -> (overall, within one task): the smallest level effect
+    #: the tests had 80% power to call significant after Holm's correction
+    detectable: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -1131,9 +1134,36 @@ def _without_effect(
                 if len(bz) and bz["differs"].any():
                     continue
             none.setdefault(agent, []).append(f)
+            effects.detectable[(agent, f)] = (
+                minimum_detectable(r["effect_low"], r["effect_high"], len(rows)),
+                minimum_detectable(t["effect_low"], t["effect_high"], len(by_task[by_task["agent"] == agent]))
+                if len(t)
+                else math.nan,
+            )
             if (agent, f) in linear_zero:
                 exact.setdefault(agent, []).append(f)
     return none, exact
+
+
+#: The power a "no detectable effect" statement names its minimum detectable effect at.
+POWER = 0.8
+
+
+def minimum_detectable(low: Any, high: Any, family: int, confidence: float = 0.95) -> float:
+    """The smallest |effect| a test of these intervals detects with :data:`POWER` after Holm's
+    correction over ``family`` tests (its first step, alpha / family): the widest interval's
+    standard error (half-width over the normal quantile of ``confidence``) times
+    ``z(1 - alpha / (2 family)) + z(POWER)``. NaN without intervals."""
+    from statistics import NormalDist
+
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    width = hi - lo
+    width = width[np.isfinite(width)]
+    if not width.size:
+        return math.nan
+    z = NormalDist().inv_cdf
+    se = float(width.max()) / 2 / z(0.5 + confidence / 2)
+    return se * (z(1 - ALPHA / (2 * max(family, 1))) + z(POWER))
 
 
 def _record(

@@ -717,12 +717,12 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
         rest = [f for f in none if f not in exact]
         if rest:
             parts.append(
-                f"no detectable effect{where} of {', '.join(rest)} "
-                "(no level significant after Holm's correction)"
+                f"no detectable effect{where} of " + ", ".join(_with_power(estimated, agent, f) for f in rest)
             )
         lines.append(
-            f"`{agent}`: " + "; ".join(parts) + ", in every task (no task-level effect, no task x "
-            "factor heterogeneity)."
+            f"`{agent}`: " + "; ".join(parts) + ": no level significant after Holm's correction, overall or "
+            "in any task, and no task x factor heterogeneity found. Smaller effects may exist; the "
+            "minimum detectable effect (80% power) is the size these tests would have seen."
         )
     het = estimated.heterogeneity
     if het is not None and len(het) and het["heterogeneous"].any():
@@ -749,6 +749,18 @@ def _aliased_effects(effects: Any) -> Any:
     ]
     out["p (Holm)"] = [f"{p:.2g}" for p in e["p_holm"]]
     return out
+
+
+def _with_power(estimated: Any, agent: str, factor: str) -> str:
+    """``factor (would see +/-X pp overall, +/-Y pp within a task)``: the minimum detectable
+    effects of the "no detectable effect" statement."""
+    overall, task = getattr(estimated, "detectable", {}).get((agent, factor), (math.nan, math.nan))
+    sizes = []
+    if overall == overall:
+        sizes.append(f"+/-{100 * overall:.0f} pp overall")
+    if task == task:
+        sizes.append(f"+/-{100 * task:.0f} pp within a task")
+    return f"{factor} (minimum detectable effect {', '.join(sizes)})" if sizes else factor
 
 
 def _effects_tables(estimated: Any) -> list[tuple[str, Any]]:
