@@ -388,3 +388,21 @@ def test_no_detectable_effect_names_the_minimum_detectable_effect() -> None:
         overall, task = effects.detectable[("x", f)]
         assert 0 < overall < task  # a task has half the clusters: it sees only larger effects
         assert f"{f} (minimum detectable effect +/-{100 * overall:.0f} pp overall" in said
+
+
+def test_report_opens_with_a_summary_that_repeats_the_sections_numbers() -> None:
+    """The summary's effect is the aliased one, printed as "main effect or ...", with the same
+    interval as the Marginal effects table; its gap is the worst-harness table's."""
+    from harness_gym.analysis.report import _aliased_effects, _summary_section
+
+    effects, _, _ = sweep(BINARY, "balanced", xml_and_yaml, 1, seeds=20)
+    worst = pd.DataFrame(
+        [{"agent": "x", "task_id": "T0", "best_harness": "h1", "best_success": 0.9, "worst_harness": "h2",
+          "worst_success": 0.1, "spread": 0.8, "different": True}]
+    )  # fmt: skip
+    by_agent = pd.DataFrame([{"agent": "x", "ceiling": float("nan")}])
+    text = _summary_section(["x"], effects, worst, by_agent).text[0]
+    table = _aliased_effects(effects.table)
+    assert any(e in text for e in table["effect (pp)"]) and " or " in text and "foldover" in text
+    assert "best `h1` 90% vs worst `h2` 10% (80 pp" in text
+    assert "Factors that matter:" in text and "No factor effect is significant" not in text
