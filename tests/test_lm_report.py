@@ -257,3 +257,43 @@ def test_context_window_errors_are_named_with_their_level() -> None:
     rows.loc[rows["harness_name"] == "long", "llm_errors"] = json.dumps({"context_length": 1})
     [line] = warnings(rows, ["tool_channel"])
     assert "did not fit the model's context window" in line and "most under tool_channel=long" in line
+
+
+def test_costs_stay_positive_and_every_harness_has_a_cost_per_episode() -> None:
+    """Skewed token counts (one 40k-token episode among 200-token ones) and few successes gave
+    'tokens per success 1,283 [-14,752, 17,318]': cost intervals are on the log scale; a harness
+    where nothing succeeds still shows its tokens per episode; the model and server are named."""
+    import pandas as pd
+
+    from harness_gym.analysis.lm_report import deploy_table, lm_summary, model_identity, positive_interval
+
+    records = []
+    for harness, wins in (("good", {0, 3}), ("never", set())):
+        for seed in range(6):
+            records.append(
+                {
+                    "agent": "lm", "task_id": "T", "seed": seed, "harness_name": harness, "error": None,
+                    "success": float(seed in wins), "model": "tiny", "model_identity": "sha256:abc",
+                    "server_version": "0.6.1", "llm_requests": 3, "steps": 3, "invalid_actions": 0,
+                    "truncated_replies": 0, "prompt_tokens": 40000 if seed == 5 else 200,
+                    "completion_tokens": 20, "llm_latency": 0.1 if seed else 9.0, "level_f": harness,
+                }
+            )  # fmt: skip
+    rows = pd.DataFrame(records)
+    summary = lm_summary(rows).iloc[0]
+    for m in ("tokens_per_success", "latency_s", "prompt_tokens", "tokens_per_episode"):
+        assert 0 < summary[f"{m}_low"] <= summary[m] <= summary[f"{m}_high"], m
+    deploy = deploy_table(rows).set_index("harness")
+    never = deploy.loc["never"]
+    assert never["tokens_per_success"] != never["tokens_per_success"]  # no success: no ratio
+    assert (
+        0
+        < never["tokens_per_episode_low"]
+        <= never["tokens_per_episode"]
+        == pytest.approx((5 * 220 + 40020) / 6)
+    )
+    assert positive_interval(10.0, -5.0, 25.0) == pytest.approx(
+        (10.0, 10.0 * np.exp(-1.5), 10.0 * np.exp(1.5))
+    )
+    said = " ".join(model_identity(rows))
+    assert "`tiny`" in said and "sha256:abc" in said and "0.6.1" in said

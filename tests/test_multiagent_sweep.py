@@ -164,3 +164,25 @@ def test_the_effect_of_showing_hints_matches_the_counts_known_by_construction() 
     ]
     expected = sum(1 - won for won in alone) / (n_agents * len(seeds))
     assert effect.pairs == n_agents * len(seeds) and effect.mean == pytest.approx(expected) and expected > 0
+
+
+def test_report_on_a_multi_agent_sweep_folder(tmp_path) -> None:  # noqa: ANN001
+    """``harness-gym report`` on a multi-agent sweep folder writes a report (harness = the
+    channel between the agents), not 'unexpected KeyError: harness_name'."""
+    import io
+
+    from harness_gym.cli import main
+
+    envs = {
+        f"mesh-{pos}": (lambda pos=pos: HintMeshEnv("ClickButton", 3, channel={"hint_position": pos}))
+        for pos in ("first", "last")
+    }
+    run_multiagent_sweep(envs, mesh_policy, [0, 1, 2], out_dir=tmp_path / "m")
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        code = main(["report", str(tmp_path / "m")])
+    assert code == 0, out.getvalue()
+    text = (tmp_path / "m" / "report" / "report.md").read_text()
+    assert "multi-agent sweep" in text and "agent_0" in text

@@ -617,3 +617,30 @@ def test_start_design_is_any_sweep_subset_form(tmp_path: Path) -> None:
     assert len(balanced.initial_pool()) > len(covering.initial_pool())  # the orthogonal array is larger
     with pytest.raises(SweepError, match="unknown --subset 'nonsense'"):
         SearchSpec.build("oracle", "ClickButton", SMALL, budget=10_000, start="nonsense")
+
+
+def test_search_report_takes_effects_only_from_shared_test_seeds(tmp_path: Path) -> None:
+    """A search's own rows are adaptive (each harness played different dev seeds): with no
+    harness better than another, least squares on them invented effects (-4.6 pp, p 2e-12).
+    The report estimates effects only from the harnesses that played every test seed, says
+    so, and calls nothing significant for this agent."""
+    from harness_gym.analysis.report import _effect_rows, build_report
+
+    space = HarnessSpace(SMALL.to_dict()["factors"], base=Harness(invalid_action="end"))
+    search(indifferent, tmp_path, tasks=FAST_TASKS[:2], space=space, budget=300, dev_seeds=6,
+           test_seeds=12, ceiling=False, log=None)  # fmt: skip
+    report = build_report(tmp_path)
+    text = report.markdown.read_text()
+    assert "Search folder: factor effects" in text
+    import pandas as pd
+
+    table = pd.read_csv(report.out_dir / "marginal_effects.csv")
+    assert not table["significant"].fillna(False).astype(bool).any()
+    from harness_gym.analysis.sweep import load_rows
+
+    rows = load_rows(tmp_path)
+    kept, said = _effect_rows(rows, tmp_path)
+    test_seeds = set(json.loads((tmp_path / "search.json").read_text())["spec"]["test_seeds"])
+    assert set(kept["seed"].astype(int)) <= test_seeds and said
+    per = kept.groupby("harness_name").size()
+    assert (per == per.iloc[0]).all() if len(per) else True  # every harness kept: the same cells

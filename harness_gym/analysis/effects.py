@@ -46,6 +46,7 @@ COLUMNS = [
     "clusters",
     "estimator",
     "note",
+    "aliased_with",
 ]
 
 
@@ -257,6 +258,137 @@ def build_model(
     return model
 
 
+# -- aliasing of main effects with two-factor interactions ---------------------------------------
+
+#: A main effect that moves by more than this per unit (root mean square over the design) of a
+#: cell interaction that leaves nothing in the residual is *completely aliased* with it: no
+#: lack-of-fit test can tell them apart, only another design.
+COMPLETE_ALIAS = 0.05
+#: A main effect that moves by more than this per unit of what the lack-of-fit test sees of a
+#: cell interaction (its residual part, root mean square) is *partially aliased*: the test has
+#: too little power to protect it, so its estimate is adjusted for the interaction where the
+#: design separates them, else withheld.
+PARTIAL_ALIAS = 1.0
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A main effect of ``factor`` that moves with the interaction ``pair``: ``coefficient``
+    is how far (per unit of the cell interaction's root mean square) for a complete alias, and
+    per unit of the part the lack-of-fit test sees for a partial one."""
+
+    factor: str
+    pair: tuple[str, str]
+    coefficient: float
+    complete: bool
+
+
+def _cell_interactions(model: Model, pair: tuple[str, str]) -> np.ndarray:
+    """The interaction part of every cell indicator ``[A = a and B = b]`` of a pair (the product
+    of the centred level indicators), evaluated on the design: ``(harnesses, cells)``. "Fails
+    only when A = a and B = b" is the interaction agents have; each is a direction of the pair's
+    interaction space, judged on its own."""
+    i, j = model.factors.index(pair[0]), model.factors.index(pair[1])
+    sa, sb = len(model.levels[pair[0]]), len(model.levels[pair[1]])
+    ia = np.eye(sa)[model.codes[:, i]] - 1.0 / sa
+    ib = np.eye(sb)[model.codes[:, j]] - 1.0 / sb
+    return (ia[:, :, None] * ib[:, None, :]).reshape(len(model.codes), -1)
+
+
+def alias_profile(
+    model: Model, partial: float = PARTIAL_ALIAS, complete: float = COMPLETE_ALIAS
+) -> dict[str, list[Alias]]:
+    """Per main effect of ``model``, the two-factor interactions of other factors it moves with,
+    complete aliases first, then by coefficient. Each cell interaction is projected on its own
+    (its part inside the model's span moves the estimates, its residual part is what the
+    lack-of-fit test sees), so no pair hides another."""
+    x = model.matrix
+    h = len(x)
+    out: dict[str, list[Alias]] = {}
+    if not h:
+        return out
+    pinv = np.linalg.pinv(x)
+    resid_op = np.eye(h) - x @ pinv
+    mains = [t for t in model.terms if len(t) == 1]
+    for i, j in itertools.combinations(range(len(model.factors)), 2):
+        pair = (model.factors[i], model.factors[j])
+        w = _cell_interactions(model, pair)
+        rms = np.linalg.norm(w, axis=0) / math.sqrt(h)
+        w = w[:, rms > 1e-12] / rms[rms > 1e-12]
+        if not w.shape[1]:
+            continue
+        seen = np.linalg.norm(resid_op @ w, axis=0) / math.sqrt(h)  # what lack of fit sees
+        for t in mains:  # pairs with the factor itself too: unbalanced designs alias A with A x B
+            moves = np.abs(pinv[model.slices[t]] @ w).max(axis=0)  # per cell
+            blind = seen <= 1e-9
+            if (moves[blind] > complete).any():
+                out.setdefault(t[0], []).append(Alias(t[0], pair, float(moves[blind].max()), True))
+                continue
+            leverage = moves[~blind] / seen[~blind]
+            if leverage.size and float(leverage.max()) > partial + 1e-9:
+                out.setdefault(t[0], []).append(Alias(t[0], pair, float(leverage.max()), False))
+    for f in out:
+        out[f].sort(key=lambda al: (not al.complete, -al.coefficient))
+    return out
+
+
+def _pairs_text(pairs: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{a} x {b}" for a, b in pairs)
+
+
+def _adjusted_linear(model: Model, counts: np.ndarray, factor: str, pairs: Sequence[tuple[str, str]]) -> Any:
+    """The ``levels x harnesses`` least-squares matrix of ``factor``'s level effects in the
+    main-effects model plus ``pairs``' interactions (unbiased when those are the interactions
+    there are); None when the design cannot hold them all at full rank."""
+    cols = [model.matrix]
+    rank = model.matrix.shape[1]
+    h = len(model.matrix)
+    for pair in pairs:
+        block = _pair_block(model, pair)
+        trial = np.hstack([*cols, block])
+        if trial.shape[1] > h or np.linalg.matrix_rank(trial) < rank + block.shape[1]:
+            return None
+        cols.append(block)
+        rank += block.shape[1]
+    x = np.hstack(cols)
+    base = counts / max(counts.sum(), 1.0)
+    xtw = x.T * base
+    solve = np.linalg.pinv(xtw @ x) @ xtw
+    return effect_coding(len(model.levels[factor])) @ solve[model.slices[(factor,)]]
+
+
+def _apply_aliasing(
+    model: Model, counts: np.ndarray, linear: dict[str, Any], withheld: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Settle each aliased main effect: completely aliased ones are returned (factor -> the
+    interactions, printed as "main effect or ..." and never called significant as a main
+    effect); partially aliased ones are re-estimated with those interactions in the model
+    (``linear`` updated; returned second, factor -> note) or, where the design cannot hold
+    them, withheld (a note in ``withheld``)."""
+    complete: dict[str, str] = {}
+    adjusted_notes: dict[str, str] = {}
+    for f, aliases in alias_profile(model).items():
+        if f in withheld or linear.get(f) is None:
+            continue
+        full = [al.pair for al in aliases if al.complete]
+        if full:
+            complete[f] = _pairs_text(full)
+            continue
+        pairs = [al.pair for al in aliases]
+        refit = _adjusted_linear(model, counts, f, pairs)
+        if refit is None:
+            worst = max(al.coefficient for al in aliases)
+            withheld[f] = (
+                f"partially aliased with {_pairs_text(pairs)} (it moves up to {worst:.1f} times what the "
+                "lack-of-fit test sees of them), which this design cannot separate from it: no interval "
+                "(--subset foldover measures it)"
+            )
+        else:
+            linear[f] = refit
+            adjusted_notes[f] = f"adjusted for {_pairs_text(pairs)} (partially aliased with it)"
+    return complete, adjusted_notes
+
+
 def _chi2_999(k: int) -> float:
     """The 99.9% point of a chi-square with ``k`` degrees of freedom (Wilson-Hilferty)."""
     z = 3.090232306167813
@@ -341,10 +473,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-def _one_way(theta: np.ndarray, groups: np.ndarray) -> float:
-    """One-way ANOVA p-value that a column's cluster mean is the same in every group (task)."""
+#: Values within this share of the outcome's range of each other are equal: every test below
+#: gives p = 1 (no claim) to numbers that differ by floating-point rounding only. Absolute,
+#: not relative to the values tested, which may themselves be rounding noise (about 1e-16).
+NO_VARIATION = 1e-9
+
+
+def no_variation(values: np.ndarray, scale: float = 1.0) -> bool:
+    """True when ``values`` span no more than :data:`NO_VARIATION` times ``scale`` (the range
+    of the outcome), i.e. they differ by rounding only."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size == 0 or float(v.max() - v.min()) <= NO_VARIATION * max(abs(scale), 1e-300))
+
+
+def _one_way(theta: np.ndarray, groups: np.ndarray, scale: float = 1.0) -> float:
+    """One-way ANOVA p-value that a column's cluster mean is the same in every group (task);
+    1 when the cluster values differ by rounding only (``scale``: the outcome's range)."""
     from scipy import special
 
+    if no_variation(theta, scale):
+        return 1.0
     labels = np.unique(groups)
     g, t = len(theta), len(labels)
     if t < 2 or g <= t:
@@ -412,6 +561,9 @@ class Effects:
     bases: Any = None
     no_effect: dict[str, list[str]] = field(default_factory=dict)
     exact_zero: dict[str, list[str]] = field(default_factory=dict)
+    #: (agent, factor) of ``no_effect`` -> (overall, within one task): the smallest level effect
+    #: the tests had 80% power to call significant after Holm's correction
+    detectable: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -468,6 +620,7 @@ def factor_effects(
     replicates: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
+    assume_no_interactions: bool = False,
 ) -> Effects:
     """Per agent, factor and level: the effect (deviation from the factor's average) with a
     small-sample cluster-robust interval and a Holm-adjusted p-value, from paired flips when
@@ -486,6 +639,8 @@ def factor_effects(
         design: the sweep's design record (``sweep.json``'s ``design``); its ``flips`` list
             of ``[base harness, flipped harness, factor]`` selects the paired estimator.
         levels: each factor's level names in order (default: order of appearance).
+        assume_no_interactions: trust the main-effects model (least squares): no main effect is
+            labelled aliased, adjusted or withheld for aliasing (the lack-of-fit check still runs).
     """
     import pandas as pd
 
@@ -502,6 +657,7 @@ def factor_effects(
     values = ok[value].to_numpy(dtype=float) if len(ok) else np.zeros(1)
     binary = bool(np.isin(values, (0.0, 1.0)).all())
     y_range = (0.0, 1.0) if binary else (float(np.nanmin(values)), float(np.nanmax(values)))
+    span = float(y_range[1] - y_range[0]) or 1.0  # the outcome's range: the scale of "no variation"
     records: list[dict[str, Any]] = []
     task_records: list[dict[str, Any]] = []
     het_records: list[dict[str, Any]] = []
@@ -517,6 +673,8 @@ def factor_effects(
             dtype=np.int64,
         ).reshape(len(grid.harnesses), len(factors))
         withheld: dict[str, str] = {}
+        aliased: dict[str, str] = {}
+        adjusted: dict[str, str] = {}
         if not flips:
             counts, means = grid.counts(), grid.means()
             resid = np.where(~np.isnan(grid.y), grid.y - means, 0.0)
@@ -526,9 +684,11 @@ def factor_effects(
             models[agent] = model  # with the interactions the data select: the variance split
             main = build_model(codes, factors, levels, interactions=False)
             linear = _least_squares_linear(main, counts)
-            fit = _lack_of_fit(main, grid.filled())
+            fit = _lack_of_fit(main, grid.filled(), span)
             if fit["fits"] is False:
                 withheld = _aliased_with(main, fit["interactions"])
+            if not assume_no_interactions:
+                aliased, adjusted = _apply_aliasing(main, counts, linear, withheld)
             fit_records.append(
                 {
                     "agent": agent,
@@ -540,15 +700,25 @@ def factor_effects(
                 }
             )
             warnings += _fit_warnings(agent, model, fit, withheld)
+            if aliased:
+                shown = "; ".join(f"{f} with {pairs}" for f, pairs in aliased.items())
+                warnings.append(
+                    f"{agent}: completely aliased in this design: {shown}. Each such effect is printed as "
+                    "'main effect or interaction' and never called significant as a main effect (no "
+                    "lack-of-fit test can see an interaction that lies inside the main effects); "
+                    "--subset foldover separates them"
+                )
         else:
             per_base: dict[str, list[np.ndarray]] = {}
             linear = _paired_linear(grid, flips, per_harness, factors, levels, per_base)
             unmet = _unmet_levels(flips, per_harness, factors, levels, grid.harnesses)
-            base_records += _base_differences(agent, grid, per_base)
+            base_records += _base_differences(agent, grid, per_base, span)
         records += _rows(
-            agent, grid, linear, factors, levels, codes, y_range, confidence, withheld, estimator
-        )
-        tr, hr = _task_rows(agent, grid, linear, factors, levels, y_range, confidence, withheld)
+            agent, grid, linear, factors, levels, codes, y_range, confidence, withheld, estimator,
+            aliased, adjusted,
+        )  # fmt: skip
+        skip = {**withheld, **aliased}
+        tr, hr = _task_rows(agent, grid, linear, factors, levels, y_range, confidence, skip)
         task_records += tr
         het_records += hr
     table = pd.DataFrame.from_records(records, columns=COLUMNS)
@@ -669,8 +839,13 @@ def _rows(
     confidence: float,
     withheld: Mapping[str, str],
     estimator: str,
+    aliased: Mapping[str, str] | None = None,
+    adjusted: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The effect rows of one agent, with Holm's correction over all its level effects."""
+    """The effect rows of one agent, with Holm's correction over all its level effects. A
+    completely aliased factor (``aliased``: factor -> interactions) keeps its interval, which
+    is that of "main effect or interaction", and is never significant as a main effect."""
+    aliased, adjusted = aliased or {}, adjusted or {}
     filled, means, present = grid.filled(), grid.means(), ~np.isnan(grid.y)
     out = []
     for f in factors:
@@ -692,13 +867,23 @@ def _rows(
         note = withheld.get(f, "")
         if not note and est.clusters < 2:
             note = f"{est.clusters} (task, seed) cluster: an interval needs at least 2 (more seeds or tasks)"
+        keep = est if not note else None
+        also = ""
+        if not note and f in aliased:
+            also = aliased[f]
+            note = (
+                f"main effect or {also}: completely aliased in this design (no test can tell them apart); "
+                "--subset foldover separates them"
+            )
+        elif not note and f in adjusted:
+            note = adjusted[f]
         for j, level in enumerate(levels[f]):
-            row = _record(agent, f, level, n[j], est.effect[j], est if not note else None, estimator, note, j)
-            out.append({**row, "_unmoved": unmoved})
-    adjusted = holm([r["p_value"] for r in out])
-    for r, p in zip(out, adjusted):
+            row = _record(agent, f, level, n[j], est.effect[j], keep, estimator, note, j)
+            out.append({**row, "aliased_with": also, "_unmoved": unmoved})
+    adjusted_p = holm([r["p_value"] for r in out])
+    for r, p in zip(out, adjusted_p):
         r["p_holm"] = p
-        r["significant"] = bool(p <= ALPHA) if p == p else False
+        r["significant"] = bool(p <= ALPHA) if p == p and not r["aliased_with"] else False
     return out
 
 
@@ -743,7 +928,8 @@ def _task_rows(
                     }
                 )
         if len(tasks) >= 2:
-            ps = [_one_way(theta[:, j], grid.tasks) for j in range(theta.shape[1])]
+            scale = float(y_range[1] - y_range[0]) or 1.0
+            ps = [_one_way(theta[:, j], grid.tasks, scale) for j in range(theta.shape[1])]
             ps = [p for p in ps if p == p]
             p = min(1.0, min(ps) * max(len(levels[f]) - 1, 1)) if ps else math.nan
             het.append({"agent": agent, "factor": f, "tasks": len(tasks), "p_value": p})
@@ -755,7 +941,7 @@ def _task_rows(
     return rows, het
 
 
-def mean_zero_test(z: np.ndarray) -> float:
+def mean_zero_test(z: np.ndarray, scale: float = 1.0) -> float:
     """p-value that ``k`` cluster-level quantities (``z``: clusters x k) all have mean zero:
     ``T = G |mean z|^2`` referred to a scaled F with Satterthwaite's degrees of freedom (for
     ``k = 1`` exactly the squared t test). Every cluster equal: 1 if that value is zero, else
@@ -766,6 +952,8 @@ def mean_zero_test(z: np.ndarray) -> float:
     g = z.shape[0]
     if g < 2 or z.size == 0:
         return math.nan
+    if float(np.abs(z).max()) <= NO_VARIATION * max(abs(scale), 1e-300):
+        return 1.0  # every cluster's value is zero up to rounding: no claim
     k = z.shape[1]
     zbar = z.mean(axis=0)
     stat = g * float(zbar @ zbar)
@@ -778,7 +966,7 @@ def mean_zero_test(z: np.ndarray) -> float:
     return float(special.fdtrc(nu, g - 1, stat / (c * nu)))
 
 
-def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
+def _lack_of_fit(model: Model, filled: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
     """Does the model of harness means fit this agent? A test that the part of the harness
     means no model term explains is zero (``E[r] = 0`` for ``r`` the residual coordinates of
     each cluster's harness vector): ``T = G |mean r|^2``, referred to a scaled F with
@@ -796,7 +984,7 @@ def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
         return out
     z = filled @ basis  # (G, k)
     zbar = z.mean(axis=0)
-    p = mean_zero_test(z)
+    p = mean_zero_test(z, scale)
     out["p"] = p
     out["fits"] = bool(p > LACK_OF_FIT_ALPHA)
     if not out["fits"]:
@@ -807,8 +995,7 @@ def _lack_of_fit(model: Model, filled: np.ndarray) -> dict[str, Any]:
             proj = basis.T @ zc  # the pair's columns within the residual space
             if not proj.size or np.linalg.norm(proj) < 1e-9:
                 continue
-            q, r = np.linalg.qr(proj)
-            q = q[:, np.abs(np.diag(r)) > 1e-9]
+            q = _orthonormal(proj)  # an unpivoted QR drops a pair whose first column projects to 0
             shares[pair] = float(((q.T @ zbar) ** 2).sum()) / max(misfit, 1e-18)
         out["interactions"] = [
             p for p, share in sorted(shares.items(), key=lambda kv: -kv[1]) if share >= SHARE
@@ -821,6 +1008,13 @@ def _pair_block(model: Model, pair: tuple[str, str]) -> np.ndarray:
     a = effect_coding(len(model.levels[pair[0]]))[model.codes[:, i]]
     b = effect_coding(len(model.levels[pair[1]]))[model.codes[:, j]]
     return (a[:, :, None] * b[:, None, :]).reshape(len(model.codes), -1)
+
+
+def _orthonormal(m: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the column span of ``m`` (SVD: rank-revealing whatever the
+    column order)."""
+    u, sv, _ = np.linalg.svd(m, full_matrices=False)
+    return u[:, sv > 1e-9 * max(float(sv.max()) if sv.size else 0.0, 1.0)]
 
 
 def _aliased_with(
@@ -863,7 +1057,7 @@ def _fit_warnings(agent: str, model: Model, fit: Mapping[str, Any], withheld: Ma
 
 
 def _base_differences(
-    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]]
+    agent: str, grid: _Grid, per_base: Mapping[str, list[np.ndarray]], scale: float = 1.0
 ) -> list[dict[str, Any]]:
     """Per factor flipped at two or more bases: a test that its level effects are the same at
     every base (each cluster's differences between bases, :func:`mean_zero_test`), Holm over
@@ -874,7 +1068,7 @@ def _base_differences(
         if len(mats) < 2:
             continue
         z = np.hstack([filled @ (m - mats[0]).T for m in mats[1:]])
-        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z)})
+        out.append({"agent": agent, "factor": f, "bases": len(mats), "p_value": mean_zero_test(z, scale)})
     for r, p in zip(out, holm([r["p_value"] for r in out])):
         r["p_holm"] = p
         r["differs"] = bool(p <= ALPHA) if p == p else False
@@ -924,6 +1118,8 @@ def _without_effect(
             r = rows[rows["factor"] == f]
             if r["effect_low"].isna().any():
                 continue
+            if "aliased_with" in r and (r["aliased_with"].fillna("") != "").any():
+                continue  # the main effect and an interaction could cancel: no claim
             if r["significant"].any():
                 continue
             t = by_task[(by_task["agent"] == agent) & (by_task["factor"] == f)]
@@ -938,9 +1134,36 @@ def _without_effect(
                 if len(bz) and bz["differs"].any():
                     continue
             none.setdefault(agent, []).append(f)
+            effects.detectable[(agent, f)] = (
+                minimum_detectable(r["effect_low"], r["effect_high"], len(rows)),
+                minimum_detectable(t["effect_low"], t["effect_high"], len(by_task[by_task["agent"] == agent]))
+                if len(t)
+                else math.nan,
+            )
             if (agent, f) in linear_zero:
                 exact.setdefault(agent, []).append(f)
     return none, exact
+
+
+#: The power a "no detectable effect" statement names its minimum detectable effect at.
+POWER = 0.8
+
+
+def minimum_detectable(low: Any, high: Any, family: int, confidence: float = 0.95) -> float:
+    """The smallest |effect| a test of these intervals detects with :data:`POWER` after Holm's
+    correction over ``family`` tests (its first step, alpha / family): the widest interval's
+    standard error (half-width over the normal quantile of ``confidence``) times
+    ``z(1 - alpha / (2 family)) + z(POWER)``. NaN without intervals."""
+    from statistics import NormalDist
+
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    width = hi - lo
+    width = width[np.isfinite(width)]
+    if not width.size:
+        return math.nan
+    z = NormalDist().inv_cdf
+    se = float(width.max()) / 2 / z(0.5 + confidence / 2)
+    return se * (z(1 - ALPHA / (2 * max(family, 1))) + z(POWER))
 
 
 def _record(
@@ -954,7 +1177,8 @@ def _record(
     note: str = "",
     j: int = 0,
 ) -> dict[str, Any]:
-    effect = _snap(effect)
+    # a withheld effect is withheld everywhere: no point estimate in the table or the CSV either
+    effect = _snap(effect) if est is not None or not note else math.nan
     low = _snap(est.low[j]) if est is not None else math.nan
     high = _snap(est.high[j]) if est is not None else math.nan
     return {
@@ -971,6 +1195,7 @@ def _record(
         "clusters": est.clusters if est is not None else 0,
         "estimator": estimator,
         "note": note,
+        "aliased_with": "",
     }
 
 

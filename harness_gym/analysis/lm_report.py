@@ -39,6 +39,16 @@ MEASURES = (
     "invalid_rate",
     "truncation_rate",
     "tokens_per_success",
+    "tokens_per_episode",
+)
+#: Costs: positive quantities, whose intervals are taken on the log scale (never below zero).
+POSITIVE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "latency_s",
+    "tokens_per_success",
+    "tokens_per_episode",
 )
 #: Truncation above this share of requests is called out in the section's text.
 TRUNCATION_WARNING = 0.01
@@ -103,11 +113,27 @@ def summarize(frame: Any, measures: Sequence[str] = MEASURES) -> dict[str, Any]:
             value = ratio_ci(invalid, steps, clusters, rate=True)
         elif name == "truncation_rate":
             value = ratio_ci(truncated, requests, clusters, rate=True)
+        elif name == "tokens_per_episode":
+            value = mean_ci(tokens, clusters=clusters)
         else:
             value = ratio_ci(tokens, success, clusters)
+        if name in POSITIVE:
+            value = positive_interval(*value)
         out[name], out[f"{name}_low"], out[f"{name}_high"] = value
     out["errors"] = ", ".join(f"{k} {n}" for k, n in error_kinds(frame).items()) or "-"
     return out
+
+
+def positive_interval(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """An interval for a positive quantity (tokens, seconds): the same standard error on the log
+    scale (delta method, ``value * exp(+/- half-width / value)``), so it never goes below zero
+    and is skewed as costs are. Zero stays ``[0, high]``; NaN stays NaN."""
+    if value != value or low != low or high != high:
+        return value, low, high
+    if value <= 0:
+        return value, 0.0, max(high, 0.0)
+    half = max(value - low, high - value, 0.0)
+    return value, value * math.exp(-half / value), value * math.exp(half / value)
 
 
 def lm_summary(rows: Any, by: Sequence[str] = ("agent",)) -> Any:
@@ -157,7 +183,7 @@ def deploy_table(rows: Any, confidence: float = 0.95) -> Any:
         per = {}
         for harness, h in g.groupby("harness_name", sort=False):
             outcome = dict(zip(zip(h["task_id"], h["seed"]), h["success"].astype(int)))
-            figures = summarize(h, ("success", "truncation_rate", "tokens_per_success"))
+            figures = summarize(h, ("success", "truncation_rate", "tokens_per_success", "tokens_per_episode"))
             per[harness] = (outcome, figures, _levels_text(h))
         # best: highest success, then fewest tokens per success, then name
         ranked = sorted(
@@ -184,6 +210,9 @@ def deploy_table(rows: Any, confidence: float = 0.95) -> Any:
                 "tokens_per_success": s["tokens_per_success"],
                 "tokens_per_success_low": s["tokens_per_success_low"],
                 "tokens_per_success_high": s["tokens_per_success_high"],
+                "tokens_per_episode": s["tokens_per_episode"],
+                "tokens_per_episode_low": s["tokens_per_episode_low"],
+                "tokens_per_episode_high": s["tokens_per_episode_high"],
                 "truncation_rate": s["truncation_rate"],
             }
             if harness != best:
@@ -287,6 +316,7 @@ def pretty(summary: Any, keys: Sequence[str]) -> Any:
         "invalid_rate": ".1%",
         "truncation_rate": ".1%",
         "tokens_per_success": ",.0f",
+        "tokens_per_episode": ",.0f",
     }
     names = {
         "prompt_tokens": "tokens in / ep",
@@ -296,6 +326,7 @@ def pretty(summary: Any, keys: Sequence[str]) -> Any:
         "invalid_rate": "invalid / step",
         "truncation_rate": "truncated / reply",
         "tokens_per_success": "tokens / success",
+        "tokens_per_episode": "tokens / ep",
     }
     out = summary[[*keys, "episodes"]].copy()
     for measure, fmt in formats.items():
@@ -305,7 +336,7 @@ def pretty(summary: Any, keys: Sequence[str]) -> Any:
             _interval(v, lo, hi, fmt)
             for v, lo, hi in zip(summary[measure], summary[f"{measure}_low"], summary[f"{measure}_high"])
         ]
-    out["errors"] = summary["errors"]
+    out["reply problems"] = summary["errors"]
     return out
 
 
@@ -326,6 +357,12 @@ def pretty_deploy(deploy: Any) -> Any:
         _interval(v, lo, hi, ",.0f")
         for v, lo, hi in zip(
             deploy.tokens_per_success, deploy.tokens_per_success_low, deploy.tokens_per_success_high
+        )
+    ]
+    out["tokens / ep"] = [
+        _interval(v, lo, hi, ",.0f")
+        for v, lo, hi in zip(
+            deploy.tokens_per_episode, deploy.tokens_per_episode_low, deploy.tokens_per_episode_high
         )
     ]
     out["truncated / reply"] = [_interval(v, math.nan, math.nan, ".1%") for v in deploy.truncation_rate]
@@ -383,6 +420,29 @@ def _worst_level(
     return f", most under {best[1]} ({best[0]:.1%} of its replies)" if best[1] else ""
 
 
+def model_identity(rows: Any) -> list[str]:
+    """One line per agent: the model it ran and what the server reported as its version."""
+    lm = lm_rows(rows)
+    lines = []
+    for agent, g in lm.groupby("agent", sort=False):
+        models = ", ".join(f"`{m}`" for m in dict.fromkeys(g["model"].dropna().astype(str))) or "unknown"
+        versions = (
+            ", ".join(dict.fromkeys(g["server_version"].dropna().astype(str)))
+            if "server_version" in g
+            else ""
+        )
+        weights = (
+            ", ".join(dict.fromkeys(g["model_identity"].dropna().astype(str)))
+            if "model_identity" in g
+            else ""
+        )
+        lines.append(
+            f"`{agent}`: model {models} (weights {weights or 'not recorded'}); server version "
+            f"{versions or 'not recorded'}."
+        )
+    return lines
+
+
 def lm_section(
     rows: Any, factors: Sequence[str], levels: dict[str, list[str]] | None = None
 ) -> tuple[Section | None, dict[str, Any]]:
@@ -393,11 +453,16 @@ def lm_section(
     factor_table = by_factor(rows, factors, levels)
     deploy = deploy_table(rows)
     text = [
+        *model_identity(rows),
         "Per agent: tokens in (prompt) and out (completion, reasoning included) and seconds waiting for "
         "the model, per episode (Student t over task instances); invalid actions the model wrote per step "
         "(truncated replies left out) and replies truncated at max_tokens per reply (Wilson at the "
         "effective size of a ratio of sums); tokens per success (a ratio of sums, cluster-robust delta "
-        "method). 95% intervals; outage rows left out.",
+        "method). 95% intervals; outage rows left out. Costs (tokens, seconds) are positive: their "
+        "intervals are taken on the log scale and never go below zero. Tokens per episode are given per "
+        "harness too: a harness where nothing succeeds still has a cost. 'Reply problems' counts the "
+        "model's replies by kind (cut at max_tokens, truncated, context length); crashed cells (an "
+        "error in the row) are a different thing, left out of every figure and listed at the end.",
         *warnings(rows, factors),
         "Which harness should I deploy this model under? The harness with the highest success, "
         "compared with each other one on the same task instances (paired Newcombe interval of the "

@@ -406,7 +406,7 @@ def build_report(
 
     sweep_dir = Path(sweep_dir)
     meta = read_meta(sweep_dir)
-    rows = load_rows(sweep_dir)
+    rows = _as_sweep_rows(load_rows(sweep_dir), meta)
     out = Path(out_dir) if out_dir is not None else sweep_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     factors = [f for f in meta.get("factors", []) if f"level_{f}" in rows]
@@ -420,11 +420,12 @@ def build_report(
 
     levels = {f: _levels(rows, f, meta) for f in factors}
     design = meta.get("design") or None
-    estimated = factor_effects(rows, factors, design=design, levels=levels)
+    effect_rows, effects_source = _effect_rows(rows, sweep_dir)
+    estimated = factor_effects(effect_rows, factors, design=design, levels=levels)
     effects = estimated.table
     models = estimated.models
     if not models:  # paired flips: the variance split still needs each agent's model
-        models = factor_effects(rows, factors, levels=levels, replicates=1).models
+        models = factor_effects(effect_rows, factors, levels=levels, replicates=1).models
     variance = variance_decomposition(rows, model=models)
     worst = worst_harness(rows)
     tables = {
@@ -453,6 +454,13 @@ def build_report(
 
     has_ceiling = bool(rows["ceiling"].notna().any())
     n_seeds = len(meta.get("seeds", []))
+    if meta.get("kind") == "multiagent":
+        meta = {
+            **meta,
+            "tasks": list(dict.fromkeys(rows["task_id"])),
+            "harnesses": list(dict.fromkeys(rows["harness_name"])),
+            "subset": "multi-agent sweep: each harness is an env's channel between the agents",
+        }
     summary = (
         f"Sweep `{meta['sweep_id']}`: agents {', '.join(f'`{a}`' for a in agents)}; "
         f"{len(meta.get('tasks', []))} task(s); {len(meta.get('harnesses', []))} harness(es) "
@@ -484,7 +492,7 @@ def build_report(
         ),
         Section(
             "Marginal effect of each factor level",
-            _effects_text(estimated, design),
+            effects_source + _effects_text(estimated, design),
             image="marginal_effects.png",
             tables=_effects_tables(estimated),
         ),
@@ -546,6 +554,7 @@ def build_report(
         sections.insert(0, search_section(sweep_dir, out))
         if (out / SEARCH_PLOT).exists():
             plots[SEARCH_PLOT] = out / SEARCH_PLOT
+    sections.insert(0, _summary_section(agents, estimated, worst, by_agent))
     if len(errors):
         shown = errors[["index", "agent", "task_id", "harness_name", "seed", "error"]].head(20)
         sections.append(
@@ -560,6 +569,133 @@ def build_report(
     md_path.write_text(_markdown(title, sections))
     html_path.write_text(_html(title, sections, out))
     return Report(out, md_path, html_path, plots, table_paths)
+
+
+def _summary_section(agents: Sequence[str], estimated: Any, worst: Any, by_agent: Any) -> Section:
+    """What a reader acts on, per agent, in one line each: the factors that matter (interval and
+    the design's caveat), the largest harness gap the data support, ceiling vs mismatch. Every
+    number is one the sections below print."""
+    lines = []
+    for agent in agents:
+        parts = [
+            _summary_effects(estimated, agent),
+            _summary_gap(worst, agent),
+            _summary_mismatch(by_agent, agent),
+        ]
+        lines.append(f"`{agent}`: " + " ".join(p for p in parts if p))
+    return Section("Summary", lines or ["No finished episodes."])
+
+
+def _summary_effects(estimated: Any, agent: str) -> str:
+    table = estimated.table
+    mine = table[table["agent"] == agent] if len(table) else table
+    top = _top_effects(mine, n=3)
+    said = [
+        f"{f}={lv} {e} pp" + (" (holds at the flip bases)" if estimated.unmet else "")
+        for f, lv, e in zip(top["factor"], top["level"], top["effect (pp)"])
+    ]
+    if len(mine) and "aliased_with" in mine:
+        al = mine[(mine["aliased_with"].fillna("") != "") & mine["effect_low"].notna()]
+        if len(al):
+            r = al.sort_values("p_holm", kind="stable").iloc[0]
+            said.append(
+                f"{r['factor']}={r['level']} or {r['aliased_with']} {100 * r['effect']:+.1f} "
+                f"[{100 * r['effect_low']:+.1f}, {100 * r['effect_high']:+.1f}] pp "
+                f"(Holm p {r['p_holm']:.2g}; this design cannot tell a main effect from that "
+                "interaction; foldover separates them)"
+            )
+    withheld = sorted(set(mine[mine["effect_low"].isna()]["factor"])) if len(mine) else []
+    text = ("Factors that matter: " + "; ".join(said) + ".") if said else "No factor effect is significant."
+    if withheld:
+        text += f" Withheld (see Marginal effects): {', '.join(withheld)}."
+    return text
+
+
+def _summary_gap(worst: Any, agent: str) -> str:
+    w = worst[worst["agent"] == agent] if len(worst) else worst
+    if not len(w):
+        return ""
+    real = w[w["different"].fillna(False).astype(bool)] if "different" in w else w.iloc[0:0]
+    if not len(real):
+        return "No task's best-to-worst harness gap is beyond noise."
+    r = real.sort_values("spread", ascending=False, kind="stable").iloc[0]
+    return (
+        f"Largest harness gap: {r['task_id']}, best `{r['best_harness']}` {100 * r['best_success']:.0f}% vs "
+        f"worst `{r['worst_harness']}` {100 * r['worst_success']:.0f}% ({100 * r['spread']:.0f} pp; "
+        f"beyond noise in {len(real)} of {len(w)} task(s))."
+    )
+
+
+def _summary_mismatch(by_agent: Any, agent: str) -> str:
+    a = by_agent[by_agent["agent"] == agent] if len(by_agent) else by_agent
+    if not len(a) or a["ceiling"].isna().all():
+        return ""
+    r = a.iloc[0]
+    return (
+        f"Ceiling {r['ceiling']:.2f}, deployed {r['deployed']:.2f}, mismatch {r['mismatch']:.2f} "
+        f"[{r['mismatch_low']:.2f}, {r['mismatch_high']:.2f}]."
+    )
+
+
+def _effect_rows(rows: Any, sweep_dir: Path) -> tuple[Any, list[str]]:
+    """The rows factor effects may be estimated from, and a sentence saying which.
+
+    A sweep's rows are a design: all of them. A harness search's are adaptive (each harness
+    played the dev seeds its race gave it, chosen by what earlier seeds showed), so effects
+    come only from the test seeds, which the search never looked at, and only from the
+    harnesses that played every one of them on every task (shared seeds, no filled cells).
+    Fewer than two such harnesses: no rows, and the sentence says so.
+    """
+    from harness_gym.analysis.search.report import is_search_folder
+
+    if not is_search_folder(sweep_dir):
+        return rows, []
+    import json
+
+    from harness_gym.analysis.search.run import SEARCH_FILE
+
+    spec = json.loads((sweep_dir / SEARCH_FILE).read_text(encoding="utf-8"))
+    spec = spec.get("spec", spec)
+    test = {int(s) for s in spec.get("test_seeds", [])}
+    ok = rows[rows["error"].isna()] if "error" in rows else rows
+    on_test = ok[ok["seed"].astype(int).isin(test)]
+    cells = len(test) * on_test["task_id"].nunique()
+    played = on_test.groupby(["agent", "harness_name"])[["task_id", "seed"]].apply(
+        lambda g: len(set(zip(g["task_id"], g["seed"])))
+    )
+    full = {key for key, n in played.items() if n >= cells and cells}
+    keep = on_test[[(a, h) in full for a, h in zip(on_test["agent"], on_test["harness_name"])]]
+    harnesses = keep["harness_name"].nunique()
+    if harnesses < 2:
+        return keep.iloc[0:0], [
+            "Search folder: factor effects are not estimated. The search's own rows are adaptive (each "
+            "harness played the dev seeds its race gave it), and fewer than two harnesses played every "
+            "test seed; run a sweep of a design after the search (harness-gym sweep --space ... "
+            "--subset foldover) to measure them."
+        ]
+    return keep, [
+        f"Search folder: factor effects come only from the {harnesses} harnesses that played every one of "
+        f"the {len(test)} test seeds on every task (the search never looked at those seeds, and every "
+        "harness compared played the same instances); the dev rows are adaptive and left out. A few "
+        "harnesses chosen by a search separate few factors: a sweep of a design after the search "
+        "(--subset foldover) measures them all."
+    ]
+
+
+def _as_sweep_rows(rows: Any, meta: dict[str, Any]) -> Any:
+    """A multi-agent sweep's rows in the single-agent report's shape: the harness of a row is
+    the channel between the agents (``channel_id``; its levels are the ``level_`` columns), the
+    ceiling unknown. Other sweeps' rows are returned as they are."""
+    if meta.get("kind") != "multiagent" or "harness_name" in rows:
+        return rows
+    rows = rows.copy()
+    key = rows["channel_id"] if "channel_id" in rows else rows["harness_id"]
+    rows["harness_name"] = [f"{e}:{k}" for e, k in zip(rows.get("env_id", key), key)]
+    rows["harness_id"] = rows["harness_name"]
+    for column in ("ceiling", "wall_time"):
+        if column not in rows:
+            rows[column] = float("nan")
+    return rows
 
 
 def _space_name(space: Any) -> str:
@@ -648,12 +784,12 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
         rest = [f for f in none if f not in exact]
         if rest:
             parts.append(
-                f"no detectable effect{where} of {', '.join(rest)} "
-                "(no level significant after Holm's correction)"
+                f"no detectable effect{where} of " + ", ".join(_with_power(estimated, agent, f) for f in rest)
             )
         lines.append(
-            f"`{agent}`: " + "; ".join(parts) + ", in every task (no task-level effect, no task x "
-            "factor heterogeneity)."
+            f"`{agent}`: " + "; ".join(parts) + ": no level significant after Holm's correction, overall or "
+            "in any task, and no task x factor heterogeneity found. Smaller effects may exist; the "
+            "minimum detectable effect (80% power) is the size these tests would have seen."
         )
     het = estimated.heterogeneity
     if het is not None and len(het) and het["heterogeneous"].any():
@@ -666,10 +802,47 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _aliased_effects(effects: Any) -> Any:
+    """Effects of completely aliased factors, printed as what they are: "main effect or
+    interaction" (the design cannot tell them apart), with their interval and Holm p."""
+    if not len(effects) or "aliased_with" not in effects:
+        return effects.iloc[0:0]
+    e = effects[(effects["aliased_with"].fillna("") != "") & effects["effect_low"].notna()]
+    out = e[["agent", "level"]].copy()
+    out.insert(1, "main effect or", [f"{f} or {pairs}" for f, pairs in zip(e["factor"], e["aliased_with"])])
+    out["effect (pp)"] = [
+        f"{100 * s:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+        for s, lo, hi in zip(e.effect, e.effect_low, e.effect_high)
+    ]
+    out["p (Holm)"] = [f"{p:.2g}" for p in e["p_holm"]]
+    return out
+
+
+def _with_power(estimated: Any, agent: str, factor: str) -> str:
+    """``factor (would see +/-X pp overall, +/-Y pp within a task)``: the minimum detectable
+    effects of the "no detectable effect" statement."""
+    overall, task = getattr(estimated, "detectable", {}).get((agent, factor), (math.nan, math.nan))
+    sizes = []
+    if overall == overall:
+        sizes.append(f"+/-{100 * overall:.0f} pp overall")
+    if task == task:
+        sizes.append(f"+/-{100 * task:.0f} pp within a task")
+    return f"{factor} (minimum detectable effect {', '.join(sizes)})" if sizes else factor
+
+
 def _effects_tables(estimated: Any) -> list[tuple[str, Any]]:
     tables = [
         ("Largest effects (significant after Holm's correction)", _pretty(_top_effects(estimated.table)))
     ]
+    aliased = _aliased_effects(estimated.table)
+    if len(aliased):
+        tables.append(
+            (
+                "Main effect or interaction (completely aliased in this design, never called a main "
+                "effect; --subset foldover separates them)",
+                aliased,
+            )
+        )
     by_task = estimated.by_task
     if by_task is not None and len(by_task) and by_task["significant"].any():
         t = by_task[by_task["significant"]].assign(size=lambda d: d["effect"].abs())
@@ -716,8 +889,14 @@ def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
             "Main effects are clear of two-factor interactions (resolution IV or more)."
             if aliasing < 1e-9
             else "Main effects are aliased with two-factor interactions (largest alias coefficient "
-            f"{aliasing:.2f}): an interaction would show up as a main effect, so each agent's "
-            "lack-of-fit check decides whether its main effects can be trusted (below)."
+            f"{aliasing:.2f}): an interaction would show up as a main effect. Where an interaction lies "
+            "wholly inside a main effect (complete aliasing) no test on this design can tell them "
+            "apart: that effect is printed as 'main effect or interaction' and never called "
+            "significant as a main effect. Where part of it shows in the residual but the main effect "
+            "moves more than that part, the effect is re-estimated with the interaction in the "
+            "model, or withheld where the design cannot hold both. The rest is left to each agent's "
+            "lack-of-fit check (below). --subset foldover separates main effects from two-factor "
+            "interactions."
         )
     return lines
 
@@ -751,7 +930,8 @@ def _estimator_text(estimator: str, design: dict[str, Any] | None) -> str:
         "(effect coding). Its estimates hold when the two-factor interactions are zero or orthogonal "
         "to them; a lack-of-fit test of this model per agent decides it from the data. Where the "
         "model does not fit, the factors whose main effect moves with the interactions carrying the "
-        "misfit are named and get no interval."
+        "misfit are named and get no interval. Aliasing the test cannot see is settled from the design "
+        "(see Design): completely aliased effects read 'main effect or interaction'."
     )
 
 
