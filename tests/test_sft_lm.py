@@ -98,9 +98,14 @@ def test_a_harness_whose_ceiling_is_below_one_gives_no_demonstrations() -> None:
         ({"lora_r": -1}, "lora_r and warmup_steps >= 0"),
         ({"warmup_steps": -1}, "lora_r and warmup_steps >= 0"),
         ({"lr_scheduler": "step"}, "lr_scheduler must be one of linear, constant"),
+        ({"eval_every": -1}, "eval_every must be >= 0"),
+        ({"eval_every": 5, "eval_seeds": []}, "a learning curve needs eval_seeds"),
+        ({"stop_at": 0.9}, "needs eval_every > 0"),
+        ({"eval_every": 5, "stop_at": 1.5}, "stop_at must be a success rate from 0 to 1"),
     ],
 )
 def test_bad_sft_config_is_refused(changes: dict, message: str) -> None:
+    """Refused when the config is made: before any model loads."""
     base = {"task": "ClickButton", "harnesses": [TRAINED, TRAINED.replace(field_order="reversed")]}
     base["train_seeds"] = [0, 1]
     base.update(changes)
@@ -126,6 +131,11 @@ def test_bad_sft_config_is_refused(changes: dict, message: str) -> None:
         (["--precision", "fp8"], "--precision"),
         (["--harness", "no-such-preset"], "no-such-preset"),
         (["--max-context-tokens", "0"], "--max-context-tokens"),
+        (["--lr-scheduler", "step"], "--lr-scheduler"),
+        (["--warmup-steps", "-1"], "--warmup-steps"),
+        (["--stop-at", "0.9"], "needs --eval-every"),
+        (["--eval-every", "5", "--stop-at", "2"], "a success rate from 0 to 1"),
+        (["--eval-every", "5", "--curve-seeds", "0"], "--curve-seeds"),
     ],
 )
 def test_sft_lm_cli_rejects_bad_arguments(tmp_path: Path, extra: list[str], message: str) -> None:
