@@ -349,3 +349,27 @@ def test_shared_prefix_loss_equals_the_full_rows_loss_and_gradients(tokenizer, m
     assert got.keys() == expected.keys()
     for name, grad in expected.items():
         assert torch.allclose(got[name], grad, rtol=1e-3, atol=1e-6), name
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_the_default_recipe_learns_clickbutton_with_text_before_ref(tmp_path: Path) -> None:
+    """The CLI's defaults (lr 1e-4, 5 warm-up steps, linear decay) under the package's full
+    prompt with each element's text before its ref: measured at 11/30 validation seeds after 10
+    steps and 30/30 after 20, then 100/100 held-out (docs/lm_field_order.md). Stopped by the
+    curve at 90%; at most 50 steps (400 demonstrations, so the decay is faster than in the
+    documented 200-step run: this exact configuration was not run on the loaded machine where the
+    figures were measured). The curve is in the record."""
+    out = tmp_path / "sft"
+    argv = ["train", "--algo", "sft-lm", "--env", "harness_gym/ClickButton-JsonElementsReversed-v0",
+            "--precision", "auto", "--threads", "2", "--micro-batch", "8",
+            "--train-seeds", "400", "--eval-every", "10", "--stop-at", "0.9", "--eval-episodes", "100",
+            "--out", str(out)]  # fmt: skip
+    text = io.StringIO()
+    assert main(argv, out=text) == 0
+    rate = float(text.getvalue().split("greedy success on")[1].split(": ")[1].split("%")[0])
+    assert rate >= 80.0, text.getvalue()
+    record = json.loads((out / "harness_gym_training.json").read_text())
+    curve = [h for h in record["history"] if "held_out" in h]
+    assert curve[0]["step"] == 0 and curve[-1]["held_out"] >= 27 and curve[-1]["episodes"] == 30
+    assert record["config"]["learning_rate"] == 1e-4 and record["config"]["warmup_steps"] == 5
