@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -739,8 +740,8 @@ def reversal_report(  # noqa: PLR0913
         "    --precision bf16 --threads 1 --micro-batch 8 --eval-every 10 --stop-at 0.9 \\",
         "    --train-seeds 1600 --out runs/sft-text-first",
         f".venv/bin/python experiments/lm_field_order.py --trained {folder} --eval-seeds {args.eval_seeds} "
-        f"--factor-seeds {args.factor_seeds} \\",
-        "    " + " ".join(f"--curve {c}" for c in args.curve) + " --out docs",
+        f"--factor-seeds {args.factor_seeds} --threads {args.threads} \\",
+        "    " + " ".join(f"--curve {shlex.quote(c)}" for c in args.curve) + " --out docs",
         "```",
         "",
         f"Model: the embedded SmolLM2-135M-Instruct, fine-tuned by `harness-gym train --algo sft-lm` (TRL's "
