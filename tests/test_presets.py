@@ -50,6 +50,7 @@ PREFIXES = {
 #: The one-change presets that predate the prefixes, and what their names say.
 NAMED_BEFORE = {
     "JsonReversed": {"field_order": "reversed"},
+    "JsonElementsReversed": {"element_order": "reversed"},
     "JsonNative": {"tool_channel": "native"},
     "JsonFewShot": {"few_shot": 2},
     # A transcript shows earlier turns only through a history window: the one documented
@@ -92,6 +93,7 @@ def test_each_one_change_preset_differs_from_the_canonical_harness_in_what_its_n
         ("parser", tuple(LEVELS["parser"])),
         ("invalid_action", tuple(LEVELS["invalid_action"])),
         ("field_order", ("canonical", "reversed")),
+        ("element_order", ("canonical", "reversed")),
     ],
 )
 def test_every_level_users_compare_has_a_one_change_preset(factor: str, levels: tuple) -> None:

@@ -98,9 +98,14 @@ def test_a_harness_whose_ceiling_is_below_one_gives_no_demonstrations() -> None:
         ({"lora_r": -1}, "lora_r and warmup_steps >= 0"),
         ({"warmup_steps": -1}, "lora_r and warmup_steps >= 0"),
         ({"lr_scheduler": "step"}, "lr_scheduler must be one of linear, constant"),
+        ({"eval_every": -1}, "eval_every must be >= 0"),
+        ({"eval_every": 5, "eval_seeds": []}, "a learning curve needs eval_seeds"),
+        ({"stop_at": 0.9}, "needs eval_every > 0"),
+        ({"eval_every": 5, "stop_at": 1.5}, "stop_at must be a success rate from 0 to 1"),
     ],
 )
 def test_bad_sft_config_is_refused(changes: dict, message: str) -> None:
+    """Refused when the config is made: before any model loads."""
     base = {"task": "ClickButton", "harnesses": [TRAINED, TRAINED.replace(field_order="reversed")]}
     base["train_seeds"] = [0, 1]
     base.update(changes)
@@ -132,6 +137,11 @@ def test_bad_sft_config_is_refused(changes: dict, message: str) -> None:
         (["--precision", "fp8"], "--precision"),
         (["--harness", "no-such-preset"], "no-such-preset"),
         (["--max-context-tokens", "0"], "--max-context-tokens"),
+        (["--lr-scheduler", "step"], "--lr-scheduler"),
+        (["--warmup-steps", "-1"], "--warmup-steps"),
+        (["--stop-at", "0.9"], "needs --eval-every"),
+        (["--eval-every", "5", "--stop-at", "2"], "a success rate from 0 to 1"),
+        (["--eval-every", "5", "--curve-seeds", "0"], "--curve-seeds"),
     ],
 )
 def test_sft_lm_cli_rejects_bad_arguments(tmp_path: Path, extra: list[str], message: str) -> None:
@@ -345,3 +355,27 @@ def test_shared_prefix_loss_equals_the_full_rows_loss_and_gradients(tokenizer, m
     assert got.keys() == expected.keys()
     for name, grad in expected.items():
         assert torch.allclose(got[name], grad, rtol=1e-3, atol=1e-6), name
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_the_default_recipe_learns_clickbutton_with_text_before_ref(tmp_path: Path) -> None:
+    """The CLI's defaults (lr 1e-4, 5 warm-up steps, linear decay) under the package's full
+    prompt with each element's text before its ref: measured at 11/30 validation seeds after 10
+    steps and 30/30 after 20, then 100/100 held-out (docs/lm_field_order.md). Stopped by the
+    curve at 90%; at most 50 steps (400 demonstrations, so the decay is faster than in the
+    documented 200-step run: this exact configuration was not run on the loaded machine where the
+    figures were measured). The curve is in the record."""
+    out = tmp_path / "sft"
+    argv = ["train", "--algo", "sft-lm", "--env", "harness_gym/ClickButton-JsonElementsReversed-v0",
+            "--precision", "auto", "--threads", "2", "--micro-batch", "8",
+            "--train-seeds", "400", "--eval-every", "10", "--stop-at", "0.9", "--eval-episodes", "100",
+            "--out", str(out)]  # fmt: skip
+    text = io.StringIO()
+    assert main(argv, out=text) == 0
+    rate = float(text.getvalue().split("greedy success on")[1].split(": ")[1].split("%")[0])
+    assert rate >= 80.0, text.getvalue()
+    record = json.loads((out / "harness_gym_training.json").read_text())
+    curve = [h for h in record["history"] if "held_out" in h]
+    assert curve[0]["step"] == 0 and curve[-1]["held_out"] >= 27 and curve[-1]["episodes"] == 30
+    assert record["config"]["learning_rate"] == 1e-4 and record["config"]["warmup_steps"] == 5

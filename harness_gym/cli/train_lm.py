@@ -33,6 +33,7 @@ from harness_gym.cli.common import (
     seed_int,
 )
 from harness_gym.logging_backends import cli_log
+from harness_gym.train.sft_lm import LR_SCHEDULERS, VALIDATION_SEED_START
 
 TRAIN_SEED_START = 10_000
 
@@ -40,7 +41,9 @@ TRAIN_SEED_START = 10_000
 LM_ALGOS = ("sft-lm", "grpo-lm")
 PRECISIONS = ("auto", "fp32", "bf16")
 VLLM_MODES = ("server", "colocate")
-SFT_LEARNING_RATE = 5e-5
+SFT_LEARNING_RATE = 1e-4  # learns ClickButton in either element order; 5e-4 stalled (lm_field_order.md)
+SFT_TRAIN_SEEDS = 800  # 100 steps of 8: what the slower element order (ref before text) needed
+GRPO_TRAIN_SEEDS = 64
 GRPO_LEARNING_RATE = 5e-6
 #: The options (argparse ``dest``) of this group: both LM algos read them, except these.
 LM_OPTIONS = (
@@ -70,7 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="episodes per forward/backward pass (gradients accumulate over a step; lower it if memory "
         "runs out)",
     )
-    group.add_argument("--train-seeds", type=positive_int, default=64, help="distinct training seeds")
+    group.add_argument(
+        "--train-seeds",
+        type=positive_int,
+        default=None,
+        help=f"distinct training seeds (default {SFT_TRAIN_SEEDS} sft-lm, {GRPO_TRAIN_SEEDS} grpo-lm)",
+    )
     group.add_argument(
         "--train-seed-start", type=seed_int, default=TRAIN_SEED_START, help="first training seed"
     )
@@ -96,7 +104,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="grpo-lm: most tokens of an episode; sft-lm: longest demonstration",
     )
     group.add_argument(
-        "--epochs", type=positive_float, default=2.0, help="sft-lm: passes over the demonstrations"
+        "--epochs", type=positive_float, default=1.0, help="sft-lm: passes over the demonstrations"
+    )
+    group.add_argument(
+        "--lr-scheduler",
+        choices=LR_SCHEDULERS,
+        default="linear",
+        help="sft-lm: the learning rate's schedule after warm-up (linear: decay to 0 at the last step)",
+    )
+    group.add_argument(
+        "--warmup-steps", type=non_negative_int, default=5, help="sft-lm: optimizer steps of linear warm-up"
+    )
+    group.add_argument(
+        "--eval-every",
+        type=non_negative_int,
+        default=0,
+        help="sft-lm: measure greedy success on --curve-seeds validation seeds every N steps (the learning "
+        "curve, in the training record); 0: never",
+    )
+    group.add_argument(
+        "--curve-seeds", type=positive_int, default=30, help="sft-lm: validation seeds of the learning curve"
+    )
+    group.add_argument(
+        "--stop-at",
+        type=non_negative_float,
+        default=0.0,
+        help="sft-lm: stop at the first curve point with this success or more (e.g. 0.9; needs --eval-every)",
     )
     group.add_argument("--batch-size", type=positive_int, default=8, help="sft-lm: rows per optimizer step")
     group.add_argument(
@@ -219,6 +252,11 @@ def run_sft(args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError("--grouping is for grpo-lm (GRPO groups); sft-lm has no groups")
     if args.vllm_mode is not None:
         raise CommandError("--vllm-mode is for grpo-lm (its rollouts' generation); sft-lm generates nothing")
+    args.train_seeds = SFT_TRAIN_SEEDS if args.train_seeds is None else args.train_seeds
+    if args.stop_at > 1 or (args.stop_at and not args.eval_every):
+        raise CommandError(
+            f"--stop-at {args.stop_at}: a success rate from 0 to 1, and it needs --eval-every N (the curve)"
+        )
     if args.train_seeds < len(harnesses):
         raise CommandError(
             f"--train-seeds {args.train_seeds} cannot demonstrate {len(harnesses)} harnesses "
@@ -247,6 +285,11 @@ def run_sft(args: argparse.Namespace, out: TextIO) -> int:
             batch_size=args.batch_size,
             micro_batch_size=args.micro_batch,
             learning_rate=args.learning_rate or SFT_LEARNING_RATE,
+            lr_scheduler=args.lr_scheduler,
+            warmup_steps=args.warmup_steps,
+            eval_every=args.eval_every,
+            eval_seeds=list(range(VALIDATION_SEED_START, VALIDATION_SEED_START + args.curve_seeds)),
+            stop_at=args.stop_at,
             lora_r=args.lora_r,
             precision=args.precision,
             gradient_checkpointing=args.gradient_checkpointing,
@@ -280,6 +323,7 @@ def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
     """Check the arguments, train with GRPO, save to ``--out``, evaluate greedily on seeds 0.."""
     env_id, task, harnesses = training_harnesses(args)
     args.steps = 10 if args.steps is None else args.steps
+    args.train_seeds = GRPO_TRAIN_SEEDS if args.train_seeds is None else args.train_seeds
     if args.temperature <= 0:
         raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
     step_episodes = args.group_size * args.groups_per_step

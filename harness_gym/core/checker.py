@@ -73,6 +73,7 @@ CHECK_FACTORS: dict[str, tuple[str, ...]] = {
     "random_agent": (),
     "tight_budget": ("step_budget",),
     "snapshot_restore": (),
+    "element_order": ("element_order",),
 }
 
 #: The package's task-quality rules, and why each matters (printed with a failure).
@@ -221,6 +222,7 @@ def check_harness(
     _check_schema(env, report)
     _check_hard_strings(env, report)
     pure = is_pure_presentation(harness, task_cls)
+    _check_element_order(env, seeds, report)
     for seed in seeds:
         _check_episode(env, canonical, seed, report, compare_oracle=pure, ceiling=ceiling)
     if task_rules:
@@ -395,6 +397,60 @@ def _check_episode(
                 )
             elif method == "exact" and runs[0]["return"] > best + 1e-9:
                 report.fail("oracle", _above_ceiling(seed, runs[0]["return"], best))
+
+
+def _check_element_order(env: HarnessEnv, seeds: list[int], report: HarnessReport) -> None:
+    """Under ``element_order=reversed`` the harness shows each seed's fields with the same keys
+    and values, every mapping's keys in reverse order; a format that writes the same text under
+    both orders (its elements' key order is fixed, as in ``axtree``) gets a note."""
+    from harness_gym.core.registry import make_env
+
+    base = unwrap_harness_env(env, "check_harness")
+    if base.harness.element_order == "canonical":
+        return
+    canonical = unwrap_harness_env(
+        make_env(type(base.task), base.harness.replace(element_order="canonical")), "check_harness"
+    )
+    same_text = 0
+    for seed in seeds:
+        _count(report, "element_order")
+        shown = base.reset(seed=seed)[0]
+        plain = canonical.reset(seed=seed)[0]
+        want = canonical.bound.ordered_fields(base._fields)
+        got = base.bound.ordered_fields(base._fields)
+        problem = _reordered_problem(got, want, base.harness.element_order)
+        if problem:
+            report.fail("element_order", f"seed {seed}: {problem}")
+        same_text += shown == plain
+    if seeds and same_text == len(seeds):
+        report.notes.append(
+            f"element_order={base.harness.element_order} renders the same text as canonical under "
+            f"obs_format={base.harness.obs_format} on every seed checked: that format fixes the order of "
+            "its elements' keys, so this level changes nothing there"
+        )
+
+
+def _reordered_problem(got: Any, want: Any, level: str, path: str = "fields") -> str | None:
+    """Why ``got`` is not ``want`` with every mapping's keys in ``level`` order, or ``None``."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return f"{path} shows keys {list(got) if isinstance(got, dict) else got!r}, not {list(want)}"
+        if path != "fields" and level == "reversed" and list(got) != list(reversed(want)):
+            return f"{path} shows its keys in the order {list(got)}, not reversed from {list(want)}"
+        for key in want:
+            problem = _reordered_problem(got[key], want[key], level, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(want, list | tuple):
+        if not isinstance(got, list | tuple) or len(got) != len(want):
+            return f"{path} shows {got!r}, not the {len(want)} items of {want!r}"
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            problem = _reordered_problem(a, b, level, f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    return None if got == want else f"{path} shows {got!r}, not {want!r}"
 
 
 def _play(env: HarnessEnv, seed: int, report: HarnessReport | None) -> dict[str, Any]:

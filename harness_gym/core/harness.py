@@ -67,6 +67,10 @@ FORMAT_NAMES = {
     "axtree": "an accessibility-tree-like text ([id] role name lines)",
 }
 
+#: Levels of ``element_order``: the order of the keys inside every mapping a field's value
+#: holds (a page's elements: ``ref, tag, text`` or ``text, tag, ref``); see :func:`order_elements`.
+ELEMENT_ORDERS = ("canonical", "reversed")
+
 #: Levels of every categorical factor (the other factors take numbers or permutations).
 LEVELS: dict[str, Collection[Any]] = {
     # Live: registered levels and installed plugins' levels count too (harness_gym.core.plugins).
@@ -78,6 +82,7 @@ LEVELS: dict[str, Collection[Any]] = {
     "invalid_action": ("feedback", "end", "ignore"),
     "context": ("observation", "transcript"),
     "tool_channel": ("text", "native"),
+    "element_order": ELEMENT_ORDERS,
 }
 #: Levels of ``reasoning`` (checked by itself: a language-model-only factor no preset varies).
 REASONING_LEVELS = ("hidden", "shown")
@@ -137,6 +142,11 @@ class Harness:
     Attributes:
         obs_format: how fields become text: one of ``LEVELS["obs_format"]``.
         field_order: ``"canonical"``, ``"reversed"`` or a permutation of the task's field names.
+        element_order: ``canonical`` (each element's keys as the task emits them: ``ref``,
+            ``tag``, ..., ``text``) or ``reversed`` (``text``, ..., ``tag``, ``ref``): the order
+            of the keys inside every mapping in a field's value, at any depth (the top-level
+            fields keep ``field_order``). A factor of its own, not a level of ``field_order``, so
+            that either order can change alone and permutations of the fields combine with it.
         extra_fields: harness fields shown after the task's: a subset of ``EXTRA_FIELDS``.
         history_window: previous (observation, action) pairs shown: an int >= 0 or ``"all"``.
         tool_style: how an action is written: ``json`` (OpenAI function call object),
@@ -177,6 +187,7 @@ class Harness:
 
     obs_format: str = "json"
     field_order: str | tuple[str, ...] = "canonical"
+    element_order: str = "canonical"
     extra_fields: tuple[str, ...] = ()
     history_window: int | str = 0
     tool_style: str = "json"
@@ -451,7 +462,8 @@ class BoundHarness:
         never changes an entry once shown): each entry is written once, and later steps
         join the texts (for the formats in ``HISTORY_SPLICES``; the same observation).
         """
-        pairs = [(name, fields[name]) for name in self.field_order]
+        level = self.harness.element_order
+        pairs = [(name, order_elements(fields[name], level)) for name in self.field_order]
         extras = self.harness.extra_fields
         if "step" in extras:
             pairs.append(("step", step))
@@ -473,7 +485,8 @@ class BoundHarness:
 
     def ordered_fields(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """The task's fields in this harness's order (what a history entry stores)."""
-        return {name: fields[name] for name in self.field_order}
+        level = self.harness.element_order
+        return {name: order_elements(fields[name], level) for name in self.field_order}
 
     def format_action(self, action: Action) -> str:
         return self.toolbox.format(action)
@@ -547,6 +560,22 @@ class BoundHarness:
         if back != action:
             return ActionError("malformed", f"{text!r} parses back as {back}, not {action}")
         return None
+
+
+def order_elements(value: Any, level: str) -> Any:
+    """``value`` with the keys of every mapping inside it in ``element_order`` ``level``.
+
+    Only the order changes: the same keys and values, lists keep their items' order, and
+    ``canonical`` returns ``value`` itself. Every renderer writes a mapping's keys in the order
+    given, so this is the one place the factor acts.
+    """
+    if level == "canonical":
+        return value
+    if isinstance(value, Mapping):
+        return {k: order_elements(value[k], level) for k in reversed(list(value))}
+    if isinstance(value, list | tuple):
+        return type(value)(order_elements(v, level) for v in value)
+    return value
 
 
 def _field_order(order: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:

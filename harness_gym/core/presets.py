@@ -112,6 +112,11 @@ register_preset("Json", Harness(), "canonical", "the canonical harness: every fa
 
 # -- one change each ----------------------------------------------------------------------------
 _one_change("JsonReversed", "fields in reverse order (the MiniWoB++ result)", field_order="reversed")
+_one_change(
+    "JsonElementsReversed",
+    "each element's keys in reverse order (text, tag, ref), the fields as they are",
+    element_order="reversed",
+)
 for _level, _name in (
     ("markdown", "Markdown"),
     ("xml", "Xml"),

@@ -33,7 +33,7 @@ import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,9 @@ from harness_gym.train.precision import PRECISIONS, resolve_precision
 
 UNITS = ("step", "episode")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
+#: First seed of the learning curve's validation seeds (training seeds start at 10,000 and
+#: reported evaluations use 0..N-1).
+VALIDATION_SEED_START = 5_000
 
 
 @dataclass
@@ -78,6 +81,18 @@ class SFTLMConfig:
         max_length: the longest row in tokens; a longer row is refused before training.
         seed: seeds data order and LoRA initialisation.
         threads: torch threads on CPU.
+        eval_every: every this many optimizer steps (and at step 0), the model's greedy
+            success on ``eval_seeds`` under the first training harness joins the history
+            (``held_out`` rows: the learning curve); 0: never.
+        eval_seeds: validation seeds of the learning curve (keep them apart from the seeds
+            a final evaluation reports).
+        stop_at: end training at the first curve point with at least this success
+            (0: train for every epoch).
+        max_reply_tokens: most tokens of a reply on the learning curve.
+
+    The defaults learn ClickButton under the package's full prompt in either element order
+    (docs/lm_field_order.md): lr 1e-4 with 5 warm-up steps and linear decay, batch 8. At
+    lr 5e-4 the same run stalled at the position prior (the layout, not the instruction).
     """
 
     task: str
@@ -88,9 +103,9 @@ class SFTLMConfig:
     epochs: float = 2.0
     batch_size: int = 8
     micro_batch_size: int = 2
-    learning_rate: float = 5e-5
+    learning_rate: float = 1e-4
     lr_scheduler: str = "linear"
-    warmup_steps: int = 0
+    warmup_steps: int = 5
     lora_r: int = 0
     lora_alpha: int = 16
     precision: str = "fp32"
@@ -99,6 +114,12 @@ class SFTLMConfig:
     max_length: int = 2048
     seed: int = 0
     threads: int = 2
+    eval_every: int = 0
+    eval_seeds: list[int] = field(
+        default_factory=lambda: list(range(VALIDATION_SEED_START, VALIDATION_SEED_START + 30))
+    )
+    stop_at: float = 0.0
+    max_reply_tokens: int = 32
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -125,6 +146,12 @@ class SFTLMConfig:
             )
         if self.epochs <= 0 or self.learning_rate <= 0 or self.lora_r < 0 or self.warmup_steps < 0:
             raise TrainingSetupError("epochs and learning_rate must be > 0, lora_r and warmup_steps >= 0")
+        if self.eval_every < 0 or (self.eval_every and not self.eval_seeds):
+            raise TrainingSetupError("eval_every must be >= 0, and a learning curve needs eval_seeds")
+        if not 0.0 <= self.stop_at <= 1.0 or (self.stop_at and not self.eval_every):
+            raise TrainingSetupError(
+                f"stop_at must be a success rate from 0 to 1 and needs eval_every > 0, got {self.stop_at}"
+            )
         if self.lr_scheduler not in LR_SCHEDULERS:
             raise TrainingSetupError(
                 f"lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {self.lr_scheduler!r}"
@@ -351,6 +378,7 @@ def train_sft_lm(
             if logs and log is not None:
                 log.log(logs, step=state.global_step)
 
+    curve = _curve_callback(config, out, tokenizer, history) if config.eval_every else None
     trainer_class = SFTTrainer
     if config.share_prefix:
 
@@ -372,11 +400,15 @@ def train_sft_lm(
         train_dataset=Dataset.from_list(records),
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[_Log(), *callbacks],
+        callbacks=[_Log(), *([curve] if curve else []), *callbacks],
     )
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
+    if curve is not None:
+        if not curve.stopped and trainer.state.global_step % config.eval_every:
+            curve.point(trainer.model, trainer.state.global_step, curve.started)
+        seconds -= curve.seconds  # training time only; the curve's evaluations are timed apart
     model = trainer.model
     if peft_config is not None:
         model = model.merge_and_unload()
@@ -389,12 +421,80 @@ def train_sft_lm(
     gc.collect()
     timings = {
         "train_seconds": seconds,
+        "curve_seconds": curve.seconds if curve is not None else 0.0,
         "data_seconds": data_seconds,
         "rows": len(records),
         "tokens": sum(len(r["input_ids"]) for r in records),
         "trained_tokens": sum(sum(r["assistant_masks"]) for r in records),
-        "steps": len(history) or steps_per_epoch,
+        "steps": len([h for h in history if "loss" in h]) or steps_per_epoch,
         "precision": precision,
     }
     save_record(out, config, history, timings, kind="sft-lm")
     return TrainedSFT(out, config, history, timings)
+
+
+def learning_curve(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``held_out`` points of a run's history: step, successes, episodes, seconds of training."""
+    return [h for h in history if "held_out" in h]
+
+
+def _curve_callback(config: SFTLMConfig, out: Path, tokenizer: Any, history: list[dict[str, Any]]) -> Any:
+    """A trainer callback that measures greedy held-out success every ``config.eval_every`` steps.
+
+    The model is saved to ``out/curve-model`` and evaluated from there exactly as ``harness-gym
+    eval --agent hf:FOLDER`` would (:func:`~harness_gym.train.lm_eval.evaluate_folder`), so a
+    curve point and a final evaluation are the same measurement.
+    """
+    from transformers import TrainerCallback
+
+    from harness_gym.train import lm_eval
+
+    folder = out / "curve-model"
+
+    class HeldOutCurve(TrainerCallback):
+        seconds = 0.0  # spent measuring the curve (left out of the training time)
+        stopped = False
+
+        def point(self, model: Any, step: int, started: float) -> float:
+            began = time.perf_counter()
+            was_training = model.training
+            model.save_pretrained(str(folder))
+            tokenizer.save_pretrained(str(folder))
+            lm_eval._BACKENDS.clear()  # the folder's weights changed: load them afresh
+            rate = lm_eval.evaluate_folder(
+                folder,
+                config.task,
+                config.harnesses[0],
+                config.eval_seeds,
+                threads=config.threads,
+                max_tokens=config.max_reply_tokens,
+            )
+            lm_eval._BACKENDS.clear()
+            model.train(was_training)
+            spent = time.perf_counter() - began
+            self.seconds += spent
+            history.append(
+                {
+                    "step": step,
+                    "held_out": rate.successes,
+                    "episodes": rate.episodes,
+                    "train_seconds": began - started - (self.seconds - spent),
+                }
+            )
+            print(f"step {step}: held-out greedy success {rate} ({spent:.0f} s to measure)", flush=True)
+            return rate.mean
+
+        def on_train_begin(
+            self, _args: Any, _state: Any, _control: Any, model: Any = None, **__: Any
+        ) -> None:
+            self.started = time.perf_counter()
+            self.point(model, 0, self.started)
+
+        def on_step_end(self, _args: Any, state: Any, control: Any, model: Any = None, **__: Any) -> None:
+            if state.global_step % config.eval_every:
+                return
+            if self.point(model, state.global_step, self.started) >= config.stop_at > 0:
+                self.stopped = True
+                control.should_training_stop = True
+
+    return HeldOutCurve()
