@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-timeout",
         type=non_negative_float,
         default=300.0,
-        help="seconds a session with no connected WebSocket (HTTP MCP) may stay idle before it is destroyed (0: never); a WebSocket session lives as long as its socket",
+        help="seconds a session with no connected WebSocket may stay idle (0: never)",
     )
 
 
