@@ -33,6 +33,7 @@ from harness_gym.cli import (
     serve,
     sweep,
     train,
+    view,
 )
 from harness_gym.cli.common import (
     IMPORT_OPTION,
@@ -59,6 +60,7 @@ VERBS = {
     "export": export,
     "serve": serve,
     "rootfs": rootfs,
+    "view": view,
 }
 
 
