@@ -87,7 +87,10 @@ class Recorder:
             "truncated": bool(truncated),
         }
         if kind is None or status == "ok":
-            step["parsed"] = self._parsed(action)
+            parsed = self._parsed(action)
+            if parsed is not None:
+                step["parsed"] = str(parsed)
+                step["call"] = {"name": parsed.name, "arguments": parsed.kwargs}
         record = getattr(agent, "step_record", None)
         if callable(record):
             extra = record()
@@ -114,11 +117,11 @@ class Recorder:
             "episode_return": float(episode_return),
         }
 
-    def _parsed(self, action: str) -> str | None:
+    def _parsed(self, action: str) -> Any:
         if self.core is None:
             return None
         try:
-            return str(self.core.bound.parse_cached(action))
+            return self.core.bound.parse_cached(action)
         except Exception:  # noqa: BLE001 - recorded as unparsed, never raised
             return None
 
