@@ -235,3 +235,44 @@ def test_atif_and_chat_exports_of_a_run(pairs_run: Path, tmp_path: Path) -> None
     with pytest.raises(SystemExit, match="give --run"):
         cli.main(["export", "--format", "atif", "--env", "all", "--out", str(tmp_path / "y.jsonl")])
     assert not (tmp_path / "x.jsonl").exists() and not (tmp_path / "y.jsonl").exists()
+
+
+def test_the_batched_runner_records_what_run_episode_records() -> None:
+    from harness_gym.baselines.agents import OracleAgent
+    from harness_gym.rollout import Episode, run_batched
+
+    harness = Harness.from_dict({"tool_style": "xml", "invalid_action": "feedback"})
+    episodes = [
+        Episode(lambda: make_env("EnterText", harness), OracleAgent, seed, "oracle", key=seed, record=True)
+        for seed in range(3)
+    ]
+    for episode, result, err in run_batched(episodes, in_flight=2):
+        assert err is None and result is not None
+        env = make_env("EnterText", harness)
+        alone = run_episode(env, OracleAgent(env), episode.seed, "oracle", record=True)
+        assert result.trajectory == alone.trajectory
+        assert result.parse_status == alone.parse_status == {"ok": alone.steps}
+
+
+def test_browser_screenshots_are_stored_as_png_files_beside_the_trajectory(tmp_path: Path) -> None:
+    import gymnasium as gym
+
+    from harness_gym.baselines.agents import OracleAgent
+    from harness_gym.rows.trajectories import TrajectoryWriter
+
+    env = gym.make("harness_gym/BrowserClickButton-Json-v0", screenshots=True)
+    try:
+        result = run_episode(env, OracleAgent(env), seed=0, record=True)
+    finally:
+        env.close()
+    row = {"index": 7, "agent": "oracle", "task_id": result.task_id, "seed": 0, "success": result.success}
+    writer = TrajectoryWriter(tmp_path)
+    writer.write(row, result.trajectory)
+    writer.close()
+    stored = read_trajectories(tmp_path)[7]["trajectory"]
+    places = [stored, *stored["steps"]]
+    assert [p["screenshot"] for p in places] == [f"screenshots/7/{t}.png" for t in range(len(places))]
+    for place in places:
+        assert "screenshot_png" not in place
+        assert (tmp_path / place["screenshot"]).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "screenshot_png" in result.trajectory  # the episode's own record is left as it was
