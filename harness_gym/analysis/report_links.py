@@ -47,7 +47,16 @@ def episode_links_section(
     worst: Any,
 ) -> Section:
     """Write the viewer folder and return the section that links the report to it."""
-    write_view(sweep_dir)
+    try:
+        write_view(sweep_dir)
+    except OSError as err:  # a read-only run folder: the report is still written, without links
+        return Section(
+            "Episodes behind the numbers",
+            [
+                f"The viewer could not be written into the run folder ({err}); run `harness-gym view "
+                "RUN_DIR --out FOLDER` to browse the episodes."
+            ],
+        )
     link = lambda **s: view_link(out_dir, sweep_dir, **s)  # noqa: E731
     parts: dict[bool, list[str]] = {True: [], False: []}
     for md in (False, True):
