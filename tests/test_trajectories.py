@@ -276,3 +276,51 @@ def test_browser_screenshots_are_stored_as_png_files_beside_the_trajectory(tmp_p
         assert "screenshot_png" not in place
         assert (tmp_path / place["screenshot"]).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "screenshot_png" in result.trajectory  # the episode's own record is left as it was
+
+
+class _ReplyBackend:
+    """A language model's stand-in: a cut tool call, then invalid JSON, then the oracle's action."""
+
+    kind, model_id, supports_grammar = "scripted", "oracle", False
+
+    def __init__(self, env: object) -> None:
+        self.env, self.requests = env.unwrapped, []
+
+    def complete(self, requests: list) -> list:
+        from harness_gym.llm.types import Completion
+
+        out = []
+        for request in requests:
+            self.requests.append(request)
+            k = len(self.requests)
+            if k == 1:
+                out.append(
+                    Completion(text='<tool_call>{"name": "cl', finish_reason="length", completion_tokens=48)
+                )
+            elif k == 2:
+                out.append(Completion(text='{"name": "click"', prompt_tokens=90, completion_tokens=5))
+            else:
+                out.append(Completion(text=self.env.oracle_action(), prompt_tokens=99, completion_tokens=9))
+        return out
+
+
+def test_a_language_model_episode_records_messages_replies_and_a_cut_reply_as_truncated() -> None:
+    import gymnasium as gym
+
+    from harness_gym.llm.agent import LLMAgent
+    from harness_gym.rollout import Episode, run_batched
+
+    env = gym.make("harness_gym/ClickButton-v0", harness=Harness.from_dict({"step_budget": 5}))
+    backend = _ReplyBackend(env)
+    [(_, result, err)] = run_batched(
+        [Episode(lambda: env, lambda e: LLMAgent(e, backend), 0, "llm", record=True)]
+    )
+    assert err is None and result.success
+    steps = result.trajectory["steps"]
+    assert [s["parse_status"] for s in steps] == ["truncated", "invalid_json", "ok"]
+    assert result.parse_status == {"truncated": 1, "invalid_json": 1, "ok": 1}
+    for step, request in zip(steps, backend.requests):
+        assert step["messages"] == request.messages
+    assert steps[0]["cut"] and steps[0]["action"] == "" and steps[0]["reply"].startswith("<tool_call>")
+    assert steps[1]["reply"] == '{"name": "click"' and steps[1]["completion_tokens"] == 5
+    assert steps[2]["parsed"] == str(env.unwrapped.bound.parse(steps[2]["action"]))
