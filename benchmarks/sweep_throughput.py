@@ -1,6 +1,7 @@
 """Sweep throughput (cells per second): 1 and 2 local workers, and Ray vs local at equal workers.
 
     .venv/bin/python benchmarks/sweep_throughput.py [--seeds 4] [--rounds 3] [--no-ray] [--no-ceiling]
+    .venv/bin/python benchmarks/sweep_throughput.py --trajectories --no-ceiling   # recording's cost
 
 Every configuration runs the same sweep (random agent, every task, the covering subset of
 DEFAULT_SPACE, ``--seeds`` seeds, ceilings on) into a fresh folder, interleaved round by round
@@ -10,6 +11,10 @@ long sweep pays once is warmed up first and left out: the local pool's fork serv
 ``ray.init`` (a Ray user joins a running cluster). Worker processes themselves start inside
 the timing on both backends. Targets: 2 local workers at least 1.6x one; Ray within 25% of
 local at 2 workers (ratio >= 0.75).
+
+``--trajectories`` compares, in process, a sweep that records no trajectory (``none``) with
+one that records every episode and keeps all (``all``) or prunes to the pairs (``pairs``,
+the default). Target: recording costs at most 25% (ratio ``all / none`` >= 0.75).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ def main() -> None:
     parser.add_argument("--agent", default="random")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--no-ceiling", action="store_true")
+    parser.add_argument("--trajectories", action="store_true", help="compare recording none / pairs / all")
     args = parser.parse_args()
 
     spec = SweepSpec.build(args.agent, "all", "default", "covering", args.seeds, ceiling=not args.no_ceiling)
@@ -52,8 +58,10 @@ def main() -> None:
         "local x1": {"workers": 1},
         "local x2": {"workers": 2},
     }
+    if args.trajectories:
+        configs = {f"traj {p}": {"workers": 0, "trajectories": p} for p in ("none", "pairs", "all")}
     ray = None
-    if not args.no_ray:
+    if not args.no_ray and not args.trajectories:
         import ray
 
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -79,7 +87,12 @@ def main() -> None:
     print(f"{'configuration':<12} {'median/s':>9} {'best/s':>9}")
     for name in rates:
         print(f"{name:<12} {median[name]:>9,.0f} {best[name]:>9,.0f}")
-    checks = [("local x2 / local x1", "local x2", "local x1", 1.6)]
+    checks = [("local x2 / local x1", "local x2", "local x1", 1.6)] if "local x2" in rates else []
+    if args.trajectories:
+        checks = [
+            ("all / none", "traj all", "traj none", 0.75),
+            ("pairs / none", "traj pairs", "traj none", 0.75),
+        ]
     if "ray x2" in rates:
         checks.append(("ray x2 / local x2", "ray x2", "local x2", 0.75))
     print(f"\n{'ratio':<20} {'median':>7} {'best':>7}  target")

@@ -521,6 +521,20 @@ def test_cli_search_writes_folder_and_report_section(tmp_path: Path) -> None:
     report = (tmp_path / "s" / "report" / "report.md").read_text()
     assert "## Harness search" in report and "search_trajectory.png" in report
     assert (tmp_path / "s" / "report" / "search_trajectory.png").stat().st_size > 1000
+    # Recorded trajectories (default: the first dev seed and pairs whose outcome differs) and the
+    # viewer the report links to.
+    from harness_gym.rows import read_jsonl
+    from harness_gym.rows.trajectories import read_trajectories
+
+    rows = read_jsonl(tmp_path / "s" / "episodes.jsonl")
+    stored = read_trajectories(tmp_path / "s")
+    first_dev = min(int(r["seed"]) for r in rows)
+    assert {r["index"] for r in rows if int(r["seed"]) == first_dev} <= set(stored)
+    assert all(
+        len(t["trajectory"]["steps"]) == t_row["steps"]
+        for t, t_row in ((stored[r["index"]], r) for r in rows if r["index"] in stored)
+    )
+    assert (tmp_path / "s" / "view" / "index.html").exists() and "Episodes behind the numbers" in report
 
 
 # -- model-backed agents: the batched path ------------------------------------------------------

@@ -550,6 +550,7 @@ def build_report(
         for name, table in lm_tables.items():
             table.to_csv(out / name, index=False)
             table_paths[name] = out / name
+    _add_parse_and_links(sections, rows, sweep_dir, out, factors, levels, agents, effects, worst, table_paths)
     if is_search_folder(sweep_dir):  # a harness-search folder: its section comes first
         sections.insert(0, search_section(sweep_dir, out))
         if (out / SEARCH_PLOT).exists():
@@ -696,6 +697,35 @@ def _as_sweep_rows(rows: Any, meta: dict[str, Any]) -> Any:
         if column not in rows:
             rows[column] = float("nan")
     return rows
+
+
+def _add_parse_and_links(
+    sections: list[Section],
+    rows: Any,
+    sweep_dir: Path,
+    out: Path,
+    factors: Sequence[str],
+    levels: dict[str, list[str]],
+    agents: Sequence[str],
+    effects: Any,
+    worst: Any,
+    table_paths: dict[str, Path],
+) -> None:
+    """The parse-status section (after the effects) and the links to the viewer (last)."""
+    from harness_gym.analysis.parse_report import parse_status_section
+    from harness_gym.analysis.report_links import episode_links_section
+
+    parse, parse_tables = parse_status_section(rows, factors)
+    if parse is not None:
+        titles = [s.title for s in sections]
+        at = next((i + 1 for i, t in enumerate(titles) if t.startswith("Marginal effect")), len(sections))
+        sections.insert(at, parse)
+        for name, table in parse_tables.items():
+            table.to_csv(out / name, index=False)
+            table_paths[name] = out / name
+    sections.append(
+        episode_links_section(rows, sweep_dir, out, factors, levels, agents, _top_effects(effects), worst)
+    )
 
 
 def _space_name(space: Any) -> str:
@@ -987,6 +1017,8 @@ def _markdown(title: str, sections: Sequence[Section]) -> str:
             if caption:
                 parts.append(f"**{caption}**\n")
             parts.append(_md_table(table))
+        if s.raw_markdown:
+            parts.append(s.raw_markdown)
     return "\n".join(parts)
 
 
@@ -997,6 +1029,7 @@ img { max-width: 100%; height: auto; display: block; margin: 1em 0; }
 table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: left; }
 th { background: #f4f4f4; } code { background: #f4f4f4; padding: 0 0.2em; }
+table.hg-links td a { text-decoration: none; }
 """
 
 
@@ -1022,6 +1055,8 @@ def _html(title: str, sections: Sequence[Section], out: Path) -> str:
                 if len(table)
                 else "<p>(none)</p>"
             )
+        if s.raw_html:
+            body.append(s.raw_html)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"

@@ -19,3 +19,6 @@ class Section:
     text: list[str] = field(default_factory=list)
     image: str | None = None
     tables: list[tuple[str, Any]] = field(default_factory=list)
+    #: Already-written HTML / Markdown after the tables (links the report builds itself).
+    raw_html: str = ""
+    raw_markdown: str = ""

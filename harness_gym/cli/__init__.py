@@ -36,6 +36,7 @@ from harness_gym.cli import (
     sweep,
     train,
     validate,
+    view,
 )
 from harness_gym.cli.common import (
     IMPORT_OPTION,
@@ -63,6 +64,7 @@ VERBS = {
     "serve": serve,
     "rootfs": rootfs,
     "validate": validate,
+    "view": view,
 }
 
 

@@ -432,3 +432,29 @@ def write_results(results: Sequence[Any], path: Path) -> None:
         with path.open("w") as fh:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
+
+
+def trajectory_policy(text: str) -> Any:
+    """An argparse type: a ``--trajectories`` value (a bad one is argparse's one-line error)."""
+    from harness_gym.rows.trajectories import TrajectoryError, TrajectoryPolicy
+
+    try:
+        return TrajectoryPolicy.parse(text)
+    except TrajectoryError as err:
+        raise argparse.ArgumentTypeError(str(err).replace("--trajectories ", "")) from None
+
+
+def add_trajectory_argument(parser: argparse.ArgumentParser, default: str = "pairs") -> None:
+    """The ``--trajectories`` option of the verbs that play episodes."""
+    parser.add_argument(
+        "--trajectories",
+        type=trajectory_policy,
+        default=trajectory_policy(default),
+        metavar="none|failures|sample:N|all|pairs",
+        help=(
+            "which episodes keep a recorded trajectory beside the rows (for `harness-gym view`): "
+            f"none, failures, sample:N (first N seeds of each cell group), all, or pairs "
+            "(sample:1 plus every episode whose outcome differs from its paired partner's; "
+            f"default {default})"
+        ),
+    )

@@ -3,6 +3,12 @@
     harness-gym export --env 'harness_gym/ClickButton-*' --episodes 20 --out demos.jsonl
     harness-gym export --env harness_gym/EnterText-v0 --harness JsonNative --unit step --out demos.parquet
     harness-gym export --env harness_gym/ClickButton-Json-v0 --agent llm --format hf --out demos_ds
+    harness-gym export --run runs/demo --format atif --out trajectories.atif.jsonl
+    harness-gym export --run runs/demo --out transcripts.jsonl   # the run's recorded trajectories
+
+With ``--run``, nothing is played: the run folder's recorded trajectories
+(:mod:`harness_gym.rows.trajectories`) are written as chat rows or, ``--format atif``, as one
+ATIF object a line (:mod:`harness_gym.integrations.trajectory_export`).
 
 Rows are written only once every episode has been played; a bad argument writes nothing.
 See :mod:`harness_gym.integrations.export` for the columns.
@@ -32,7 +38,8 @@ SUFFIXES = {".jsonl": "jsonl", ".parquet": "parquet"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", action="append", required=True, help="env id, glob or 'all' (repeatable)")
+    parser.add_argument("--env", action="append", help="env id, glob or 'all' (repeatable)")
+    parser.add_argument("--run", help="a run folder: export its recorded trajectories instead of playing")
     parser.add_argument(
         "--agent", action="append", help=f"agent spec (repeatable; default oracle): {AGENT_FORMS}"
     )
@@ -44,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("jsonl", "parquet", "hf"),
-        help="jsonl, parquet or hf (a datasets folder); default from --out's suffix",
+        choices=("jsonl", "parquet", "hf", "atif"),
+        help="jsonl, parquet, hf (a datasets folder) or atif (with --run); default from --out's suffix",
     )
     parser.add_argument("--out", required=True, help="file (.jsonl / .parquet) or folder (--format hf)")
     add_llm_arguments(parser)
@@ -75,6 +82,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.llm.cli_options import apply_llm_options
     from harness_gym.progress import progress_bar
 
+    if args.run is not None:
+        return run_from_trajectories(args, out)
+    if not args.env:
+        raise CommandError("give --env (episodes to play) or --run (a run folder's recorded trajectories)")
+    if args.format == "atif":
+        raise CommandError("--format atif exports recorded trajectories: give --run RUN_DIR")
     fmt = output_format(args.out, args.format)
     out_path = output_dir(args.out) if fmt == "hf" else output_file(args.out)
     if fmt == "hf" and out_path.is_dir() and any(out_path.iterdir()):
@@ -102,6 +115,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             env.close()
     write_rows(rows, out_path, fmt)
     out.write(f"wrote {len(rows)} rows ({args.unit}s) to {args.out}\n")
+    return 0
+
+
+def run_from_trajectories(args: argparse.Namespace, out: TextIO) -> int:
+    """``export --run DIR``: the run's recorded trajectories as chat rows or ATIF (JSON Lines)."""
+    from harness_gym.analysis.sweep import read_meta
+    from harness_gym.integrations.trajectory_export import export_trajectories
+
+    if args.env:
+        raise CommandError("--run exports a run's recorded trajectories; it takes no --env")
+    if args.format not in (None, "jsonl", "atif"):
+        raise CommandError(
+            f"--run writes JSON Lines (chat rows, or --format atif), not --format {args.format}"
+        )
+    read_meta(args.run)
+    path = output_file(args.out)
+    fmt = "atif" if args.format == "atif" else "chat"
+    n = export_trajectories(args.run, path, fmt, args.unit)
+    if n == 0:
+        out.write(f"{args.run} has no recorded trajectories (sweep with --trajectories)\n")
+    out.write(f"wrote {n} {'ATIF trajectories' if fmt == 'atif' else 'chat rows'} to {args.out}\n")
     return 0
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness_gym.analysis.agent_spec import AGENT_FORMS
-from harness_gym.cli.common import CommandError, int_at_least, non_negative_int, output_dir, positive_int
+from harness_gym.cli.common import (
+    CommandError,
+    add_trajectory_argument,
+    int_at_least,
+    non_negative_int,
+    output_dir,
+    positive_int,
+)
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
 from harness_gym.logging_backends import active, add_log_arguments, cli_log
 
@@ -80,6 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", action="store_true", help="build the report when the search ends")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_trajectory_argument(parser)
     add_log_arguments(parser, "<--out>/logs")
     add_llm_arguments(parser)
 
@@ -117,6 +125,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             log=None if not args.quiet else _Null(),
             in_flight=args.in_flight,
             retry_errors=args.retry_errors,
+            trajectories=args.trajectories,
         )
     ratio = result.dev_episodes / spec.exhaustive_cost()
     out.write(

@@ -13,7 +13,14 @@ from typing import Any, TextIO
 
 from harness_gym.analysis.agent_spec import AGENT_FORMS
 from harness_gym.analysis.sweep import ALL_LIMIT, BACKENDS, SUBSET_FORMS
-from harness_gym.cli.common import CommandError, non_negative_int, output_dir, positive_int, seed_int
+from harness_gym.cli.common import (
+    CommandError,
+    add_trajectory_argument,
+    non_negative_int,
+    output_dir,
+    positive_int,
+    seed_int,
+)
 from harness_gym.cli.report import build
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
 from harness_gym.logging_backends import active, add_log_arguments, cli_log
@@ -82,6 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", action="store_true", help="build the report when the sweep ends")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_trajectory_argument(parser)
     add_log_arguments(parser, "<--out>/logs")
     add_llm_arguments(parser)
 
@@ -118,6 +126,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             ray_address=args.ray_address,
             log=sys.stderr,
             in_flight=args.in_flight,
+            trajectories=args.trajectories,
         )
     rate = result.n_run / result.seconds if result.seconds > 0 else 0.0
     out.write(

@@ -26,6 +26,7 @@ step) and so is its cache key.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -87,6 +88,7 @@ class LLMAgent:
         self.turns: list[Turn] = []
         self.completions: list[Completion] = []
         self.truncated = 0
+        self._last: tuple[ChatRequest, Completion, bool] | None = None
         self._pending: tuple[str, ChatRequest] | None = None
         self._grammars: list[str] = []
 
@@ -189,7 +191,31 @@ class LLMAgent:
         else:
             text = completion.text
         self.turns.append(Turn(observation, text, call, completion.reasoning))
+        self._last = (request, completion, cut)
         return text
+
+    def step_record(self) -> dict[str, Any] | None:
+        """What a recorded trajectory keeps of the last step: the chat messages sent, the raw
+        reply (text or tool calls), whether it was cut at the token limit, tokens and latency."""
+        last = getattr(self, "_last", None)
+        if last is None:
+            return None
+        request, completion, cut = last
+        self._last = None
+        reply = completion.text
+        if completion.tool_calls:
+            reply = json.dumps([c.__dict__ for c in completion.tool_calls], ensure_ascii=False, default=str)
+        return {
+            "messages": request.messages,
+            "reply": reply,
+            "reasoning": completion.reasoning,
+            "cut": bool(cut),
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "latency": completion.latency,
+            "cached": completion.cached,
+            "llm_error": completion.error_kind,
+        }
 
     # -- records -----------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import Any
 import gymnasium as gym
 
 from harness_gym.rollout.episode import EpisodeResult, episode_result
+from harness_gym.rollout.trajectory import Recorder, count_parse
 
 SCHEDULES = ("streams", "rounds")
 
@@ -45,6 +46,8 @@ class Episode:
     seed: int
     agent_name: str = ""
     key: Any = None  # returned with the result, e.g. the sweep cell
+    #: Record the episode's trajectory (:mod:`harness_gym.rollout.trajectory`) in its result.
+    record: bool = False
 
 
 @dataclass
@@ -75,6 +78,8 @@ class _Running:
     info: dict[str, Any]
     start: float
     total: float = 0.0
+    failed: dict[str, int] | None = None
+    recorder: Recorder | None = None
 
 
 Outcome = tuple[Episode, EpisodeResult | None, BaseException | None]
@@ -136,6 +141,14 @@ def run_batched(
             stats.env_seconds += time.perf_counter() - t
             stats.steps += 1
             slot.total += float(reward)
+            if slot.info.get("error_kind") is not None:
+                if slot.failed is None:
+                    slot.failed = {}
+                count_parse(slot.failed, slot.info)
+            if slot.recorder is not None:
+                slot.recorder.step(
+                    slot.agent, action, slot.observation, reward, terminated, truncated, slot.info
+                )
         except Exception as err:  # noqa: BLE001
             finish(slot.episode, None, err, slot.env)
             return
@@ -165,7 +178,10 @@ def run_batched(
                 t = time.perf_counter()
                 observation, info = env.reset(seed=episode.seed)
                 stats.env_seconds += time.perf_counter() - t
-                ready.append(_Running(episode, env, agent, observation, info, started))
+                slot = _Running(episode, env, agent, observation, info, started)
+                if episode.record:
+                    slot.recorder = Recorder(env, observation, info)
+                ready.append(slot)
             except Exception as err:  # noqa: BLE001 - recorded, the rest go on
                 finish(episode, None, err)
         asking, ready[:] = list(ready), []
@@ -242,4 +258,6 @@ def _result(slot: _Running) -> EpisodeResult:
         slot.total,
         time.perf_counter() - slot.start,
         record() if callable(record) else None,
+        slot.failed,
+        slot.recorder.finish(slot.info, slot.total) if slot.recorder is not None else None,
     )

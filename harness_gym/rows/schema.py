@@ -173,6 +173,12 @@ SWEEP_COLUMNS = (
     Column("success", "bool", "whether the task was solved"),
     Column("steps", "int", "steps taken"),
     Column("invalid_actions", "int", "actions the harness could not parse or apply"),
+    Column(
+        "parse_failures",
+        "int",
+        "attempted actions the parser refused (every parse status but ok; core/parse_status.py)",
+    ),
+    Column("parse_status", "json", "parse status -> count over the episode's attempted actions"),
     Column("ceiling", "float", "the seed ceiling: the best return any policy reaches through the harness"),
     Column("ceiling_method", "str", "how the ceiling was found (exact, oracle, ...)"),
     Column("error", "str", "why the cell has no result (None when it ran)"),

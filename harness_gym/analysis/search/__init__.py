@@ -239,10 +239,13 @@ def run_search(
     log: TextIO | None = None,
     in_flight: int = 8,
     retry_errors: bool = False,
+    trajectories: Any = None,
 ) -> SearchResult:
     """Run (or resume) a search into ``out_dir`` and write its tables and best harness.
 
     ``retry_errors`` runs the episodes that recorded an error again (after a server outage).
+    ``trajectories``: which episodes keep a recorded trajectory beside the rows
+    (:class:`~harness_gym.rows.trajectories.TrajectoryPolicy`; default ``pairs``).
 
     Raises:
         SearchError: ``out_dir`` holds another search (or a sweep); a bad worker count; an
@@ -266,6 +269,7 @@ def run_search(
         progress,
         in_flight,
         retry_errors,
+        trajectories,
     )
     if ev.resumed:
         log.write(f"resuming {spec.id}: {ev.resumed:,} episodes already run are reused\n")

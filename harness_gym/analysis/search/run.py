@@ -134,9 +134,11 @@ def add_costs(row: dict[str, Any], cell: Cell) -> dict[str, Any]:
     return row
 
 
-def run_metered(cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int) -> list[dict[str, Any]]:
+def run_metered(
+    cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int, record: bool = False
+) -> list[dict[str, Any]]:
     """Run cells one after another in this process; rows carry the cost columns."""
-    return [add_costs(run_cell(c, sweep_id, ceiling, node_limit), c) for c in cells]
+    return [add_costs(run_cell(c, sweep_id, ceiling, node_limit, record), c) for c in cells]
 
 
 class Evaluator:
@@ -163,8 +165,16 @@ class Evaluator:
         progress: bool = False,
         in_flight: int = 8,
         retry_errors: bool = False,
+        trajectories: Any = None,
     ) -> None:
+        from harness_gym.rows import trajectories as stored
+
         self.out_dir = out_dir
+        self.policy = stored.TrajectoryPolicy.parse(trajectories)
+        self.seeds = sorted(dev_seeds)
+        if self.policy.records:
+            stored.repair(out_dir)
+        self.trajectories = stored.TrajectoryWriter(out_dir) if self.policy.records else None
         self.search_id = search_id
         self.inner = agent
         self.agent = metered(agent)
@@ -236,7 +246,12 @@ class Evaluator:
             self._run(todo)
 
     def _run(self, cells: list[Cell]) -> None:
-        writer = RowWriter(self.out_dir / ROWS_JSONL, len(cells), self.progress, f"search {self.search_id}")
+        def keep_trajectory(row: dict[str, Any], trajectory: dict[str, Any]) -> None:
+            if self.trajectories is not None and self.policy.keeps(row, self.seeds):
+                self.trajectories.write(row, trajectory)
+
+        desc = f"search {self.search_id}"
+        writer = RowWriter(self.out_dir / ROWS_JSONL, len(cells), self.progress, desc, keep_trajectory)
 
         def keep(rows: list[dict[str, Any]]) -> None:
             writer.write(rows)
@@ -244,15 +259,16 @@ class Evaluator:
                 self.rows[(row["task_id"], row["harness_id"], int(row["seed"]))] = row
             self.ran += len(rows)
 
-        args = (self.search_id, self.ceiling, self.node_limit)
+        args = (self.search_id, self.ceiling, self.node_limit, self.policy.records)
         try:
             if self.inner.batched:
                 by_key = {c.key: c for c in cells}
                 run_cells_batched(
                     cells,
-                    *args,
+                    *args[:3],
                     lambda rows: keep([add_costs(r, by_key[_key(r)]) for r in rows]),
                     in_flight=self.in_flight,
+                    record=args[3],
                 )
             elif self.workers == 0:
                 for cell in cells:
@@ -276,7 +292,16 @@ class Evaluator:
             )
 
     def close(self) -> None:
-        """Stop the worker processes (if any); the pool is kept between evaluations until then."""
+        """Stop the worker processes (if any); the pool is kept between evaluations until then.
+        Close the trajectories file and, under the ``pairs`` policy, keep only the pairs'."""
+        if self.trajectories is not None:
+            self.trajectories.close()
+            self.trajectories = None
+            if self.policy.mode == "pairs":
+                from harness_gym.analysis.pairs import keep_for_pairs
+                from harness_gym.rows.trajectories import prune
+
+                prune(self.out_dir, keep_for_pairs(list(self.rows.values()), self.seeds, self.policy.n))
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

@@ -150,6 +150,7 @@ def run_sweep(
     ray_address: str | None = None,
     log: TextIO | None = None,
     in_flight: int = 8,
+    trajectories: str | Any | None = None,
 ) -> SweepResult:
     """Run the cells of ``spec`` not yet in ``out_dir``; write rows as they finish.
 
@@ -170,6 +171,9 @@ def run_sweep(
             agent, say); their new rows replace the old ones.
         log: where warnings and notes go (default stderr).
         in_flight: episodes of a language-model agent kept running at once.
+        trajectories: which episodes keep a recorded trajectory beside the rows
+            (:class:`~harness_gym.rows.trajectories.TrajectoryPolicy`: ``none``, ``failures``,
+            ``sample:N``, ``all``; default ``pairs``).
 
     Raises:
         SweepError: the folder holds another sweep's rows, or a bad backend/worker count.
@@ -179,8 +183,18 @@ def run_sweep(
         raise SweepError(f"unknown backend {backend!r}; backends: {list(BACKENDS)}")
     if workers < 0 or (backend == "ray" and workers < 1):
         raise SweepError(f"workers must be >= 1 (or 0 for in-process with the local backend), got {workers}")
+    from harness_gym.rows import trajectories as stored
+
+    try:
+        policy = stored.TrajectoryPolicy.parse(trajectories)
+    except stored.TrajectoryError as err:
+        raise SweepError(str(err)) from None
     out = Path(out_dir)
     claim_folder(out, spec, overwrite)
+    if overwrite:
+        stored.remove(out)
+    if policy.records:
+        stored.repair(out)  # a torn last trajectory: its row was not written, the cell re-runs
     start = time.perf_counter()
     finished = read_finished(out, spec.id)
     if retry_errors:
@@ -217,16 +231,22 @@ def run_sweep(
     batched = [c for c in todo if c.agent.batched]
     todo = [c for c in todo if not c.agent.batched]
     chunk = chunk_size or max(1, min(32, math.ceil(len(todo) / (max(workers, 1) * 8))))
-    args = (spec.id, spec.ceiling, spec.node_limit)
+    args = (spec.id, spec.ceiling, spec.node_limit, policy.records)
+    traj_writer = stored.TrajectoryWriter(out) if policy.records else None
+
+    def keep_trajectory(row: dict[str, Any], trajectory: dict[str, Any]) -> None:
+        if traj_writer is not None and policy.keeps(row, spec.seeds):
+            traj_writer.write(row, trajectory)
+
     if todo and workers > 0 and backend == "local":
         check_main_guard()  # before a row is written or a worker started
-    writer = RowWriter(out / ROWS_JSONL, total, progress, f"sweep {spec.id}")
+    writer = RowWriter(out / ROWS_JSONL, total, progress, f"sweep {spec.id}", keep_trajectory)
     bar.append(writer.bar)
     try:
         # Language-model cells: in this process with episode streams, or spread over Ray.
         lm = lm_batches([portable(c) for c in batched], workers, in_flight) if backend == "ray" else []
         if batched and not lm:
-            run_cells_batched(batched, *args, writer.write, in_flight=in_flight)
+            run_cells_batched(batched, *args[:3], writer.write, in_flight=in_flight, record=args[3])
         shipped = [portable(c) for c in todo] if workers > 0 else []
         batches = [shipped[i : i + chunk] for i in range(0, len(shipped), chunk)]
         if lm or (batches and backend == "ray"):
@@ -246,8 +266,14 @@ def run_sweep(
         raise
     finally:
         writer.close()
+        if traj_writer is not None:
+            traj_writer.close()
         bar.clear()
     all_rows = {**finished, **{int(r["index"]): r for r in writer.rows}}
+    if policy.mode == "pairs":
+        from harness_gym.analysis.pairs import keep_for_pairs
+
+        stored.prune(out, keep_for_pairs(list(all_rows.values()), spec.seeds, policy.n))
     write_parquet([all_rows[i] for i in sorted(all_rows)], out / ROWS_PARQUET, spec.factors)
     errors = sum(r["error"] is not None for r in all_rows.values())
     if writer.errors:

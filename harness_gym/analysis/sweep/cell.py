@@ -54,13 +54,40 @@ def _cached(kind: str, key: Any, make: Callable[[], Any]) -> Any:
     return store[key]
 
 
-def run_cells(cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int) -> list[dict[str, Any]]:
+#: The key under which a row carries its episode's recorded trajectory from the worker to the
+#: writer, which stores it beside the rows (:mod:`harness_gym.rows.trajectories`) and drops it.
+TRAJECTORY_KEY = "_trajectory"
+
+
+def run_cells(
+    cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int, record: bool = False
+) -> list[dict[str, Any]]:
     """Run cells one after another; each gives a row (with ``error`` set if it crashed)."""
-    return [run_cell(c, sweep_id, ceiling, node_limit) for c in cells]
+    return [run_cell(c, sweep_id, ceiling, node_limit, record) for c in cells]
 
 
-def run_cell(cell: Cell, sweep_id: str, ceiling: bool, node_limit: int) -> dict[str, Any]:
-    """Run one cell and return its row. Exceptions in the agent become the row's ``error``."""
+def _outcome(row: dict[str, Any], result: Any) -> None:
+    """Put an episode's outcome (and its trajectory, when recorded) in its row."""
+    from harness_gym.core.parse_status import failures
+
+    row.update(
+        episode_return=float(result.episode_return),
+        success=bool(result.success),
+        steps=int(result.steps),
+        invalid_actions=int(result.invalid_actions),
+        parse_failures=failures(result.parse_status),
+        parse_status=dict(result.parse_status),
+    )
+    if result.trajectory is not None:
+        row[TRAJECTORY_KEY] = result.trajectory
+
+
+def run_cell(
+    cell: Cell, sweep_id: str, ceiling: bool, node_limit: int, record: bool = False
+) -> dict[str, Any]:
+    """Run one cell and return its row. Exceptions in the agent become the row's ``error``.
+
+    With ``record`` the row carries the episode's trajectory under :data:`TRAJECTORY_KEY`."""
     from harness_gym.core.registry import make_env
     from harness_gym.rollout import run_episode
 
@@ -71,13 +98,8 @@ def run_cell(cell: Cell, sweep_id: str, ceiling: bool, node_limit: int) -> dict[
     try:
         env = _cached("env", env_key, lambda: make_env(cell.task_id, Harness.from_dict(cell.harness)))
         agent = _cached("agent", agent_key, lambda: cell.agent.build(env))
-        result = run_episode(env, agent, cell.seed, cell.agent.name)
-        row.update(
-            episode_return=float(result.episode_return),
-            success=bool(result.success),
-            steps=int(result.steps),
-            invalid_actions=int(result.invalid_actions),
-        )
+        result = run_episode(env, agent, cell.seed, cell.agent.name, record=record)
+        _outcome(row, result)
     except Exception as err:  # noqa: BLE001 - the cell records the error and the sweep goes on
         _CACHE["agent"].pop(agent_key, None)
         row["error"] = _describe_error(err)
@@ -107,6 +129,7 @@ def run_cells_batched(
     node_limit: int,
     write: Callable[[list[dict[str, Any]]], None],
     in_flight: int = 8,
+    record: bool = False,
 ) -> None:
     """Run cells with many episodes in flight, batching their agents' requests (language
     models); ``write`` gets each row as its episode ends. Runs in this process.
@@ -124,16 +147,11 @@ def run_cells_batched(
         if err is not None or result is None:
             row["error"] = _describe_error(err) if err is not None else "episode lost"
         else:
-            row.update(
-                episode_return=float(result.episode_return),
-                success=bool(result.success),
-                steps=int(result.steps),
-                invalid_actions=int(result.invalid_actions),
-                wall_time=float(result.wall_time),
-            )
-            record = dict(result.extra)
-            row.update({k: v for k, v in record.items() if k in LLM_COLUMNS})
-            row["error"] = outage_error(record)
+            _outcome(row, result)
+            row["wall_time"] = float(result.wall_time)
+            extra = dict(result.extra)
+            row.update({k: v for k, v in extra.items() if k in LLM_COLUMNS})
+            row["error"] = outage_error(extra)
         if ceiling:
             add_ceiling(row, cell, node_limit)
         write([row])
@@ -145,6 +163,7 @@ def run_cells_batched(
             seed=c.seed,
             agent_name=c.agent.name,
             key=c,
+            record=record,
         )
         for c in cells
     ]
@@ -178,6 +197,8 @@ def _row(cell: Cell, sweep_id: str) -> dict[str, Any]:
         "success": None,
         "steps": None,
         "invalid_actions": None,
+        "parse_failures": None,
+        "parse_status": None,
         "ceiling": None,
         "ceiling_method": None,
         "error": None,

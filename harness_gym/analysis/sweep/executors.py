@@ -32,11 +32,16 @@ RowSink = Callable[[list[dict[str, Any]]], None]
 
 
 def run_lm_cells(
-    cells: Sequence[Cell], sweep_id: str, ceiling: bool, node_limit: int, in_flight: int = 8
+    cells: Sequence[Cell],
+    sweep_id: str,
+    ceiling: bool,
+    node_limit: int,
+    record: bool = False,
+    in_flight: int = 8,
 ) -> list[dict[str, Any]]:
     """Run language-model cells with ``in_flight`` episode streams; return their rows (a Ray task)."""
     rows: list[dict[str, Any]] = []
-    run_cells_batched(cells, sweep_id, ceiling, node_limit, rows.extend, in_flight=in_flight)
+    run_cells_batched(cells, sweep_id, ceiling, node_limit, rows.extend, in_flight=in_flight, record=record)
     return rows
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +110,21 @@ def read_finished(out_dir: Path, sweep_id: str) -> dict[int, dict[str, Any]]:
 
 
 class RowWriter:
-    """Append rows to the JSON Lines file, flushed one by one, and tick the progress bar."""
+    """Append rows to the JSON Lines file, flushed one by one, and tick the progress bar.
 
-    def __init__(self, path: Path, total: int, show: bool, desc: str) -> None:
+    A row that carries its episode's trajectory (under ``TRAJECTORY_KEY``) hands it to
+    ``trajectories(row, trajectory)`` first (or drops it, when that is None), so a trajectory is
+    on disk before the row that says its cell is done."""
+
+    def __init__(
+        self,
+        path: Path,
+        total: int,
+        show: bool,
+        desc: str,
+        trajectories: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.trajectories = trajectories
         self.fh = path.open("a")
         self.rows: list[dict[str, Any]] = []
         self.errors = 0
@@ -120,7 +132,13 @@ class RowWriter:
         self.bar = progress_bar(total, desc, unit="cell", enabled=show and total > 0, smoothing=0.1)
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
+        from harness_gym.analysis.sweep.cell import TRAJECTORY_KEY
+
         rows = list(rows)
+        for row in rows:
+            trajectory = row.pop(TRAJECTORY_KEY, None)
+            if trajectory is not None and self.trajectories is not None:
+                self.trajectories(row, trajectory)
         n = append_rows(self.fh, rows)  # checked against the row schema: unknown columns raise
         self.rows.extend(rows)
         self.errors += sum(row["error"] is not None for row in rows)

@@ -1,0 +1,61 @@
+"""``harness-gym view RUN_DIR``: browse a run's episodes, and a pair of them side by side.
+
+Writes the viewer's static folder (:mod:`harness_gym.analysis.viewer`; default
+``RUN_DIR/view``), which opens from disk; ``--serve`` also serves it on localhost and opens it
+in the browser, until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from harness_gym.cli.common import output_dir
+
+HELP = "browse a run's episodes and recorded trajectories (a local page; pairs side by side)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``harness-gym view``."""
+    parser.add_argument("dir", help="a run folder (written by harness-gym sweep or search)")
+    parser.add_argument("--out", default=None, help="the page's folder (default DIR/view)")
+    parser.add_argument("--serve", action="store_true", help="serve the page on localhost and open it")
+    parser.add_argument("--port", type=int, default=0, help="with --serve: the port (default: any free one)")
+    parser.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``harness-gym view``."""
+    from harness_gym.analysis.sweep import read_meta
+    from harness_gym.analysis.viewer import write_view
+
+    read_meta(args.dir)  # not a run folder: one clear error before anything is written
+    if args.out is not None:
+        output_dir(args.out)
+    page = write_view(args.dir, args.out)
+    out.write(f"wrote {page} (open it in a browser; it needs no server)\n")
+    out.flush()
+    if args.serve:
+        serve(page.parent, args.port, not args.no_open, out)
+    return 0
+
+
+def serve(folder: object, port: int, open_browser: bool, out: TextIO) -> None:
+    """Serve ``folder`` on 127.0.0.1 until interrupted."""
+    import functools
+    import http.server
+    import webbrowser
+    from pathlib import Path
+
+    root = Path(str(folder)).parent  # the run folder: screenshots live beside the page's folder
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{Path(str(folder)).name}/index.html"
+        out.write(f"serving {url} (Ctrl-C stops)\n")
+        out.flush()
+        if open_browser:
+            webbrowser.open(url)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
