@@ -129,3 +129,31 @@ def test_bootstrap_spearman_separates_a_strong_trend() -> None:
     rho, low, high = bootstrap_spearman(x, x + np.random.default_rng(0).normal(0, 0.5, 12))
     assert rho > 0.9 and low > 0.5 and high <= 1.0
     assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def test_sweep_and_report_take_a_reference(tmp_path) -> None:
+    """``sweep --reference`` adds the agent and prints the rankings; ``report --reference``
+    writes the section and its tables; an agent not in the sweep is one clear error."""
+    import io
+
+    from harness_gym.cli import main
+
+    out = io.StringIO()
+    folder = tmp_path / "sw"
+    argv = ["sweep", "--agent", "random", "--reference", "oracle", "--tasks", "ClickButton", "EnterText"]
+    argv += ["--space", "default", "--subset", "sample:4", "--seeds", "6", "--workers", "0"]
+    assert main([*argv, "--out", str(folder), "--quiet", "--no-ceiling"], out=out) == 0
+    text = out.getvalue()
+    assert "reference agent (the ceiling's stand-in): oracle" in text and "rank by difference" in text
+    assert "--reference oracle" in text
+    out = io.StringIO()
+    assert main(["report", str(folder), "--reference", "oracle"], out=out) == 0
+    report = (folder / "report" / "report.md").read_text()
+    assert "Reference agent as the ceiling's stand-in: oracle" in report
+    table = pd.read_csv(folder / "report" / "reference.csv")
+    assert set(table["agent"]) == {"random"} and (table["ceiling"] == 1.0).all()
+    np.testing.assert_allclose(table["ceiling"] - table["mismatch"], table["success"])
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(SystemExit, match="--reference 'genius' is not an agent of this sweep"):
+        main(["report", str(folder), "--reference", "genius"], out=io.StringIO())
+    assert sorted(p.name for p in folder.iterdir()) == before

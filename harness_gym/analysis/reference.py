@@ -254,3 +254,62 @@ def _fmt(mean: float, low: float, high: float) -> str:
     if low != low:
         return f"{mean:.2f}"
     return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def reference_section(rows: Any, reference: str) -> tuple[Any, dict[str, Any]]:
+    """The report's section for ``reference``, and its tables by file name."""
+    import pandas as pd
+
+    from harness_gym.analysis.report_section import Section
+
+    result = reference_analysis(rows, reference)
+    t = result.table
+    shown = pd.DataFrame(
+        {
+            "agent": t["agent"],
+            "harness": t[result.by[0]],
+            **{
+                c: [_fmt(m, lo, hi) for m, lo, hi in zip(t[c], t[f"{c}_low"], t[f"{c}_high"])]
+                for c in ("success", "ceiling", "mismatch")
+            },
+            **{f"rank by {c}": t[f"rank_{c}"].astype(int) for c in ("success", "ceiling", "mismatch")},
+            "reference weaker": t["weaker_reference"],
+        }
+    )
+    r = result.rankings
+    ranks = pd.DataFrame(
+        {
+            "agent": r["agent"],
+            "ranking by": r["predictor"],
+            "Spearman with measured success": [
+                _fmt(m, lo, hi) for m, lo, hi in zip(r["spearman"], r["spearman_low"], r["spearman_high"])
+            ],
+            "top pick": r["top_pick"],
+            "its success": r["top_pick_success"].round(2),
+            "best success": r["best"].round(2),
+        }
+    )
+    weaker = t[t["weaker_reference"] != "no"]
+    text = [
+        f"`{reference}` stands in for each harness's ceiling: its success under a harness estimates "
+        "the ceiling, and each other agent's mismatch is reference - agent, paired per task "
+        "instance (95% intervals). Ceiling - mismatch equals the agent's measured success exactly; "
+        "the rankings below say which term decides the agent's order of harnesses (Spearman with "
+        "a 95% bootstrap interval over task instances; mismatch ranks lower first). See "
+        "docs/choosing-a-harness.md for when to trust which.",
+        (
+            f"The reference is weaker than the agent (negative mismatch) on {len(weaker)} "
+            f"(agent, harness) pair(s), {int((weaker['weaker_reference'] == 'yes').sum())} of them "
+            "beyond the interval: there its success is no ceiling, and the ceiling ranking is a "
+            "lower bound."
+            if len(weaker)
+            else "The reference is at least as strong as every agent under every harness "
+            "(no negative mismatch)."
+        ),
+    ]
+    section = Section(
+        f"Reference agent as the ceiling's stand-in: {reference}",
+        text,
+        tables=[("Rankings against measured success", ranks), ("Per harness", shown)],
+    )
+    return section, {"reference.csv": t, "reference_rankings.csv": r}
