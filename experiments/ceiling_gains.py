@@ -352,14 +352,17 @@ def write_outputs(out: Path, res: dict[str, Any], settings: dict[str, Any], log:
     s = settings
     quick = s["mode"] == "quick"
     flag = {"quick": " --quick", "long": " --long", "default": ""}[s["mode"]]
+    if s["seeds"] != {"quick": 2, "default": 4, "long": 8}[s["mode"]]:
+        flag += f" --seeds {s['seeds']}"
     rejected_up = [n for n in names if rows[n]["rejected"] and rows[n]["higher_ceiling"]]
     beat = [n for n in rejected_up if rows[n]["gain"][1] > 0]
     beat_mean = [n for n in rejected_up if rows[n]["gain"][0] > 0]
     lines = [
         "# Harnesses worth retraining under: ceiling and mismatch predict the gains",
         "",
-        f"Regenerate ({s['minutes']:.0f} minutes with {s['workers']} workers here; the default run "
-        "stays under 45 minutes on 2 idle cores):",
+        f"Regenerate ({s['minutes']:.0f} minutes with {s['workers']} workers on a shared machine; the "
+        "default run's ~2.5M MaskablePPO steps are sized for 45 minutes on 2 idle cores at the "
+        "~800 steps/s per core measured here when idle):",
         "",
         "```sh",
         f".venv/bin/python experiments/ceiling_gains.py{flag} --out docs",
