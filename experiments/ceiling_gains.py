@@ -170,6 +170,7 @@ def main() -> None:
     parser.add_argument("--out", default="docs", help="folder for ceiling_gains.md and ceiling_gains.png")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--seeds", type=int, default=None, help="training seeds (default 4; quick 2; long 8)")
+    parser.add_argument("--candidates", type=int, default=None, help="the first N candidates only")
     args = parser.parse_args()
     start = time.perf_counter()
     mode = "quick" if args.quick else "long" if args.long else "default"
@@ -177,9 +178,9 @@ def main() -> None:
     base_steps = {"quick": 12_000, "default": 100_000, "long": 200_000}[mode]
     retrain_steps = {"quick": 6_000, "default": 40_000, "long": 80_000}[mode]
     n_eval = {"quick": 100, "default": 300, "long": 500}[mode]
-    names = list(CANDIDATES)[:QUICK] if args.quick else list(CANDIDATES)
+    names = list(CANDIDATES)[: args.candidates or (QUICK if args.quick else None)]
     candidates = {n: CANDIDATES.get(n) or LONG_EXTRA[n] for n in names}
-    if args.long:
+    if args.long and args.candidates is None:
         candidates.update(LONG_EXTRA)
     specs = {name: BASE.replace(**change).to_dict() for name, change in candidates.items()}
     base_spec = BASE.to_dict()
@@ -219,6 +220,7 @@ def main() -> None:
         "retrain_steps": retrain_steps,
         "n_eval": n_eval,
         "workers": args.workers,
+        "candidates": args.candidates,
         "minutes": minutes,
     }
     write_outputs(Path(args.out), results, settings, log)
@@ -354,6 +356,8 @@ def write_outputs(out: Path, res: dict[str, Any], settings: dict[str, Any], log:
     flag = {"quick": " --quick", "long": " --long", "default": ""}[s["mode"]]
     if s["seeds"] != {"quick": 2, "default": 4, "long": 8}[s["mode"]]:
         flag += f" --seeds {s['seeds']}"
+    if s["candidates"] is not None:
+        flag += f" --candidates {s['candidates']}"
     rejected_up = [n for n in names if rows[n]["rejected"] and rows[n]["higher_ceiling"]]
     beat = [n for n in rejected_up if rows[n]["gain"][1] > 0]
     beat_mean = [n for n in rejected_up if rows[n]["gain"][0] > 0]
