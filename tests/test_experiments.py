@@ -45,6 +45,27 @@ def test_preferences_experiment(tmp_path: Path) -> None:
     assert "Pearson 1.000" in text  # the identity holds exactly for the soft-optimal policy
 
 
+def test_ceiling_gains_experiment(tmp_path: Path) -> None:
+    """The reduced run: exact ceilings as built (a budget of 4 fits every page, markdown keeps
+    the base ceiling), and the fixed-model comparison rejects the higher-ceiling harness that
+    also reverses the fields (its interval lies below 0): what intervals separate, no more."""
+    run("ceiling_gains.py", tmp_path)
+    text = (tmp_path / "ceiling_gains.md").read_text()
+    assert png_ok(tmp_path / "ceiling_gains.png")
+    assert "python experiments/ceiling_gains.py --quick" in text
+    rows = {
+        cells[0]: cells
+        for line in text.splitlines()
+        if line.startswith("| ") and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 10
+    }
+    control = rows["control: continue under base"]
+    assert float(rows["budget 4"][1]) == 1.0 and float(rows["budget 4, fields reversed"][1]) == 1.0
+    assert rows["markdown"][1] == control[1] and float(control[1]) < 1.0
+    assert rows["budget 4, fields reversed"][5] == "yes"
+    for predictor in ("fixed-model comparison", "ceiling alone", "ceiling - mismatch forecast"):
+        assert f"| {predictor} |" in text
+
+
 @pytest.mark.llm
 def test_lm_sft_curve_stops_at_its_time_limit_and_evaluates_both_orders(tmp_path: Path) -> None:
     """A tiny run: the time limit ends training after its first step (of 2), the last step's

@@ -398,9 +398,16 @@ class Report:
 
 
 def build_report(
-    sweep_dir: str | Path, out_dir: str | Path | None = None, title: str | None = None
+    sweep_dir: str | Path,
+    out_dir: str | Path | None = None,
+    title: str | None = None,
+    reference: str | None = None,
 ) -> Report:
-    """Write the Markdown and HTML report of a sweep folder (default into ``sweep_dir/report``)."""
+    """Write the Markdown and HTML report of a sweep folder (default into ``sweep_dir/report``).
+
+    ``reference`` names the agent whose success stands in for each harness's ceiling
+    (:mod:`harness_gym.analysis.reference`); its section comes right after the overall table.
+    """
     from harness_gym.analysis.mismatch import mismatch_table, side_by_side
     from harness_gym.analysis.sweep import load_rows, read_meta
 
@@ -551,6 +558,14 @@ def build_report(
             table.to_csv(out / name, index=False)
             table_paths[name] = out / name
     _add_parse_and_links(sections, rows, sweep_dir, out, factors, levels, agents, effects, worst, table_paths)
+    if reference is not None:
+        from harness_gym.analysis.reference import reference_section
+
+        section, ref_tables = reference_section(rows, reference)
+        sections.insert(1, section)
+        for name, table in ref_tables.items():
+            table.to_csv(out / name, index=False)
+            table_paths[name] = out / name
     if is_search_folder(sweep_dir):  # a harness-search folder: its section comes first
         sections.insert(0, search_section(sweep_dir, out))
         if (out / SEARCH_PLOT).exists():

@@ -21,7 +21,7 @@ from harness_gym.cli.common import (
     positive_int,
     seed_int,
 )
-from harness_gym.cli.report import build
+from harness_gym.cli.report import build, reference_name
 from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
 from harness_gym.logging_backends import active, add_log_arguments, cli_log
 
@@ -88,6 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--retry-errors", action="store_true", help="re-run finished cells that recorded an error"
     )
     parser.add_argument("--report", action="store_true", help="build the report when the sweep ends")
+    parser.add_argument(
+        "--reference",
+        default=None,
+        metavar="AGENT",
+        help="agent spec whose success stands in for each harness's ceiling (added to --agent if "
+        "absent): prints the harness rankings by success, estimated ceiling, mismatch and both",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_trajectory_argument(parser)
     add_log_arguments(parser, "<--out>/logs")
@@ -98,8 +105,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``harness-gym sweep``: the spec and the folder are checked before any cell runs."""
     from harness_gym.analysis import sweep as sweeps
 
+    agents = list(args.agent)
+    if args.reference is not None and args.reference not in agents:
+        agents.append(args.reference)
     spec = sweeps.SweepSpec.build(
-        apply_llm_options(args.agent, args),
+        apply_llm_options(agents, args),
         tasks=args.tasks,
         space=args.space,
         subset=args.subset,
@@ -136,11 +146,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
     rows = result.rows()
     _summary(rows, out)
+    reference = None
+    if args.reference is not None:
+        from harness_gym.analysis.reference import reference_analysis
+
+        reference = reference_name(args.reference, [a.name for a in spec.agents])
+        out.write(reference_analysis(rows, reference).summary() + "\n")
     if args.report:
-        report = build(args.out, None, None, out)
+        report = build(args.out, None, None, out, reference)
         out.write(f"report: {report.html}\n")
     else:
-        out.write(f"next: harness-gym report {args.out}\n")
+        ref = f" --reference {args.reference}" if args.reference else ""
+        out.write(f"next: harness-gym report {args.out}{ref}\n")
     _fail_on_outages(rows)
     return 0
 
