@@ -39,9 +39,10 @@ VALUES: dict[str, list[str]] = {
     "iterations": ["3"], "grouping": ["cross"], "lm_model": ["/nonexistent"], "space": ["s.yaml"],
     "subset": ["all"], "micro_batch": ["2"], "train_seeds": ["8"], "train_seed_start": ["5"],
     "learning_rate": ["0.1"], "precision": ["auto"], "gradient_checkpointing": [],
-    "max_context_tokens": ["512"], "lora_r": ["4"], "epochs": ["1"], "batch_size": ["4"],
+    "max_context_tokens": ["512"], "lora_r": ["4"], "epochs": ["2"], "batch_size": ["4"],
     "unit": ["episode"], "group_size": ["2"], "groups_per_step": ["2"], "beta": ["0.1"],
-    "max_tokens": ["16"], "temperature": ["0.5"], "vllm_mode": ["server"],
+    "max_tokens": ["16"], "temperature": ["0.5"], "vllm_mode": ["server"], "lr_scheduler": ["constant"],
+    "warmup_steps": ["0"], "eval_every": ["5"], "curve_seeds": ["4"], "stop_at": ["0.5"],
 }  # fmt: skip
 
 
@@ -110,6 +111,9 @@ def test_no_option_of_any_verb_takes_a_bare_float_or_int() -> None:
         ["serve", "--session-timeout", "nan"],
         ["rootfs", "prune", "--unused-days", "nan"],
         ["search", "--agent", "random", "--tasks", "ClickButton", "--eta", "1", "--out", "x"],
+        ["serve", "--port", "65536"],
+        ["view", "runs/x", "--port", "-1"],
+        ["view", "runs/x", "--port", "70000"],
     ],
 )
 def test_numbers_that_passed_are_refused(argv: list[str]) -> None:

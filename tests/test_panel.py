@@ -16,7 +16,10 @@ def test_one_task_instance_under_every_harness() -> None:
     # The first observation depends only on the format, the field order and the fields shown
     # (the history is empty at reset): presets that differ elsewhere (tools, parser, what a
     # language model is sent) render the same text, and every other pair differs.
-    shown = {(h.obs_format, h.field_order, h.extra_fields, bool(h.history_window)) for h in PRESETS.values()}
+    shown = {
+        (h.obs_format, h.field_order, h.element_order, h.extra_fields, bool(h.history_window))
+        for h in PRESETS.values()
+    }
     assert len(obs) == len(PRESETS) and len(set(obs)) == len(shown) < len(PRESETS)
     assert len(set(info["state_digest"])) == 1
     assert list(info["harness_id"]) == [h.id for h in PRESETS.values()]

@@ -3,7 +3,8 @@
 Known answers by construction: the web suite and a sound Harbor task pass; tasks built with a
 hole are flagged with the check that names it (a reward any button earns, an oracle that misses,
 a reward that alternates between episodes; a verifier that runs the tests the agent can edit,
-one that writes the reward 1 before checking, one that pays whatever /app holds). Every bad
+one that pays whatever /app holds; one that writes the reward 1 before checking is no longer
+a hole: a verifier killed or timed out mid-check is not paid). Every bad
 command line ends in one line. The slow test runs the built-in terminal tasks and the Harbor
 examples, and holds their findings to the holes known on this branch (closed on i37a).
 """
@@ -92,6 +93,22 @@ class AlternatingReward(ClickButton):
             self.finish(element.text == self.target and type(self).episodes % 2 == 0)
 
 
+class OracleCrashes(ClickButton):
+    """The own solution raises (as a real-browser oracle did on a page it could not read)."""
+
+    task_id = "ValidateOracleCrashes"
+
+    def oracle(self) -> Any:
+        raise LookupError("no email from Rosalyn on the page")
+
+
+class JoinedFromAnotherFamily(ClickButton):
+    """A task of another family that joined the task registry (as the browser tasks do)."""
+
+    task_id = "ValidateJoinedFamily"
+    family = "browser"
+
+
 @pytest.fixture
 def bad_web_tasks() -> Any:
     tasks = (PaysAnyButton, MissingOracle, AlternatingReward)
@@ -115,6 +132,32 @@ def test_web_tasks_with_holes_are_flagged(bad_web_tasks: Any) -> None:
     assert any(line.startswith("ValidatePaysAnyButton ObsYaml floor:random: ") for line in lines)
 
 
+def test_a_task_that_crashes_is_a_finding_and_the_audit_goes_on() -> None:
+    register_task(OracleCrashes)
+    try:
+        code, report = validate(
+            "--task", "ValidateOracleCrashes", "--task", "ClickButton", "--harness", "Json"
+        )
+    finally:
+        TASKS.pop(OracleCrashes.task_id, None)
+    assert code == 1 and not report["ok"]
+    lines = [f for f in report["findings"] if f.startswith("ValidateOracleCrashes")]
+    assert lines and all("crashed: LookupError: no email from Rosalyn" in line for line in lines)
+    assert failed(report, "ValidateOracleCrashes") == {"ceiling", "determinism:replay"}
+    assert failed(report, "ClickButton") == set()
+    assert any(c["task"] == "ClickButton" and c["status"] == "ok" for c in report["checks"])
+
+
+def test_the_web_suite_is_the_registry_s_own_tasks_not_a_family_that_joined_it() -> None:
+    register_task(JoinedFromAnotherFamily)
+    try:
+        code, report = validate("--task", "web", "--harness", "Json", "--seeds", "1")
+    finally:
+        TASKS.pop(JoinedFromAnotherFamily.task_id, None)
+    tasks = {c["task"] for c in report["checks"]}
+    assert code == 0 and "ClickButton" in tasks and JoinedFromAnotherFamily.task_id not in tasks
+
+
 # -- terminal: Harbor task folders with and without holes --------------------------------------
 
 
@@ -127,8 +170,10 @@ def test_harbor_tasks_with_holes_are_flagged_and_a_sound_one_passes() -> None:
     assert sound["ceiling"] == sound["determinism:verifier"] == sound["hack:path-hijack"] == "ok"
     visible = failed(report, "HarborVisibleTests")
     assert "hack:edit-tests" in visible and "ceiling" not in visible
-    assert {"fault:timeout", "fault:killed"} <= failed(report, "HarborOptimisticReward")
-    assert "ceiling" not in failed(report, "HarborOptimisticReward")
+    # It writes 1 before checking: a verifier that is killed or times out mid-check used to leave
+    # that 1 as the reward. The package now pays only a verifier that ended on its own.
+    optimistic = {c["check"]: c["status"] for c in report["checks"] if c["task"] == "HarborOptimisticReward"}
+    assert optimistic["fault:timeout"] == optimistic["fault:killed"] == optimistic["ceiling"] == "ok"
     always = failed(report, "HarborAlwaysPass")
     assert {"floor:no-action", "floor:random", "determinism:verifier"} <= always
     assert "ceiling" not in always

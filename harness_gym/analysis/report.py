@@ -668,6 +668,8 @@ def _effect_rows(rows: Any, sweep_dir: Path) -> tuple[Any, list[str]]:
         return rows, []
     import json
 
+    import pandas as pd
+
     from harness_gym.analysis.search.run import SEARCH_FILE
 
     spec = json.loads((sweep_dir / SEARCH_FILE).read_text(encoding="utf-8"))
@@ -676,11 +678,15 @@ def _effect_rows(rows: Any, sweep_dir: Path) -> tuple[Any, list[str]]:
     ok = rows[rows["error"].isna()] if "error" in rows else rows
     on_test = ok[ok["seed"].astype(int).isin(test)]
     cells = len(test) * on_test["task_id"].nunique()
-    played = on_test.groupby(["agent", "harness_name"])[["task_id", "seed"]].apply(
-        lambda g: len(set(zip(g["task_id"], g["seed"])))
+    # Distinct (task, seed) instances each (agent, harness) played on the test seeds.
+    played = (
+        on_test.drop_duplicates(["agent", "harness_name", "task_id", "seed"])
+        .groupby(["agent", "harness_name"])["seed"]
+        .size()
     )
-    full = {key for key, n in played.items() if n >= cells and cells}
-    keep = on_test[[(a, h) in full for a, h in zip(on_test["agent"], on_test["harness_name"])]]
+    full = {key for key, n in played.items() if cells and n >= cells}
+    mask = [(a, h) in full for a, h in zip(on_test["agent"], on_test["harness_name"])]
+    keep = on_test.loc[pd.Series(mask, index=on_test.index, dtype=bool)]
     harnesses = keep["harness_name"].nunique()
     if harnesses < 2:
         return keep.iloc[0:0], [
@@ -751,9 +757,12 @@ def _space_name(space: Any) -> str:
 
 def _top_effects(effects: Any, n: int = 10) -> Any:
     """The largest effects that stay significant after Holm's correction (family-wise error 5%
-    over each agent's level effects), with their intervals and adjusted p-values."""
+    over each agent's level effects), with their intervals and adjusted p-values (no rows: an
+    empty table with the same columns)."""
     if not len(effects):
-        return effects
+        import pandas as pd
+
+        return pd.DataFrame(columns=["agent", "factor", "level", "n", "effect (pp)", "estimator"])
     keep = effects["effect"].notna() & effects["effect_low"].notna()
     if "significant" in effects:
         keep &= effects["significant"].astype(bool)

@@ -295,6 +295,8 @@ def validate_task(
             try:
                 max_return = float(getattr(env.task, "max_return", 1.0))
                 checks += validate_pair(task_id, env, harness_label(harness), seeds, max_return)
+            except Exception as err:  # one broken pair is a finding, not the end of the audit
+                checks.append(_crashed(task_id, harness_label(harness), "ceiling", err))
             finally:
                 if first_env is None:
                     first_env = env
@@ -303,18 +305,29 @@ def validate_task(
             tick()
         if first_env is None:
             return checks
-        checks.append(validate_determinism(task_id, first_env, seeds[0]))
+        try:
+            checks.append(validate_determinism(task_id, first_env, seeds[0]))
+        except Exception as err:  # one broken check is a finding, not the end of the audit
+            checks.append(_crashed(task_id, EVERY_HARNESS, "determinism:replay", err))
         if _is_terminal(first_env.task):
             from harness_gym.envs.terminal.audit import terminal_probes
 
-            for probe in terminal_probes(first_env, seeds):
-                status = NA if probe.passed is None else OK if probe.passed else FAIL
-                checks.append(Check(task_id, EVERY_HARNESS, probe.check, status, probe.detail))
+            try:
+                for probe in terminal_probes(first_env, seeds):
+                    status = NA if probe.passed is None else OK if probe.passed else FAIL
+                    checks.append(Check(task_id, EVERY_HARNESS, probe.check, status, probe.detail))
+            except Exception as err:
+                checks.append(_crashed(task_id, EVERY_HARNESS, "hack", err))
         tick()
     finally:
         if first_env is not None:
             first_env.close()
     return checks
+
+
+def _crashed(task_id: str, label: str, check: str, err: Exception) -> Check:
+    """A check whose episode raised: a failure that names the error (the audit goes on)."""
+    return Check(task_id, label, check, FAIL, f"crashed: {type(err).__name__}: {_short(str(err))}")
 
 
 def _is_terminal(task: Task) -> bool:

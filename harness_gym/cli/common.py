@@ -183,6 +183,20 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
     return parse
 
 
+def tcp_port(low: int) -> Callable[[str], int]:
+    """An argparse ``type=``: a TCP port from ``low`` (0: any free one) to 65535."""
+    at_least = int_at_least(low, " (a TCP port)")
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > 65535:
+            raise argparse.ArgumentTypeError(f"must be <= 65535 (a TCP port), got {value}")
+        return value
+
+    parse.__name__ = "port"
+    return parse
+
+
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 seed_int = int_at_least(0, " (seeds are non-negative)")

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from harness_gym.cli.common import CommandError, int_at_least, non_negative_float, positive_int
+from harness_gym.cli.common import CommandError, non_negative_float, positive_int, tcp_port
 
 HELP = "serve harness envs over openenv's HTTP / WebSocket protocol"
 
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--harness", default="Json", help="the default harness (preset name or YAML path)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int_at_least(1, " (a TCP port)"), default=8000)
+    parser.add_argument("--port", type=tcp_port(1), default=8000)
     parser.add_argument(
         "--max-sessions", type=positive_int, default=8, help="most WebSocket sessions at once"
     )

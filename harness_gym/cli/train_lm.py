@@ -50,7 +50,9 @@ LM_OPTIONS = (
     "lm_model", "space", "subset", "micro_batch", "train_seeds", "train_seed_start", "learning_rate",
     "precision", "gradient_checkpointing", "max_context_tokens", "lora_r",
 )  # fmt: skip
-SFT_ONLY = ("epochs", "batch_size", "unit")
+SFT_ONLY = (
+    "epochs", "batch_size", "unit", "lr_scheduler", "warmup_steps", "eval_every", "curve_seeds", "stop_at",
+)  # fmt: skip
 GRPO_ONLY = ("group_size", "groups_per_step", "beta", "max_tokens", "temperature", "vllm_mode")
 #: Config fields the command line sets itself (not through --hyperparams).
 SET_BY_COMMAND = ("task", "harnesses", "train_seeds", "model", "rollout")

@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _task_ids(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     from harness_gym.core.plugins import failures_note
+    from harness_gym.core.presets import task_family
     from harness_gym.core.registry import FAMILY_TASKS, TASKS
     from harness_gym.envs.terminal import TERMINAL_TASK_IDS
 
@@ -58,8 +59,8 @@ def _task_ids(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     skipped: dict[str, str] = {}
     words = args.task if args.task is not None else ([] if args.tasks else ["web"])
     for word in words:
-        if word in ("all", "web"):
-            ids += sorted(TASKS)
+        if word in ("all", "web"):  # the registry's own tasks, not another family's that joined it
+            ids += sorted(t for t, cls in TASKS.items() if task_family(cls) in (None, "web"))
         if word in ("all", "terminal"):
             ids += list(TERMINAL_TASK_IDS)
         if word in GROUPS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from harness_gym.cli.common import output_dir
+from harness_gym.cli.common import output_dir, tcp_port
 
 HELP = "browse a run's episodes and recorded trajectories (a local page; pairs side by side)"
 
@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", help="a run folder (written by harness-gym sweep or search)")
     parser.add_argument("--out", default=None, help="the page's folder (default DIR/view)")
     parser.add_argument("--serve", action="store_true", help="serve the page on localhost and open it")
-    parser.add_argument("--port", type=int, default=0, help="with --serve: the port (default: any free one)")
+    parser.add_argument(
+        "--port", type=tcp_port(0), default=0, help="with --serve: the port (default: any free one)"
+    )
     parser.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
 
 
