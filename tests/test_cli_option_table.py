@@ -70,7 +70,24 @@ def _flag(dest: str) -> str:
 CASES = [(dest, algo) for dest, algos in READ_BY.items() for algo in TRAIN_ALGOS if algo not in algos]
 
 
+@pytest.fixture
+def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training that starts is a failure of the refusal: it fails at once instead of training
+    (a refusal that broke once ran five real trainings here, GRPO among them, for 20 minutes)."""
+    import harness_gym.baselines.sb3 as sb3
+    import harness_gym.cli.train as train
+    import harness_gym.cli.train_lm as train_lm
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("training started: the option was not refused before any work")
+
+    monkeypatch.setattr(train_lm, "run", started)
+    monkeypatch.setattr(train, "_train_text_policy", started)
+    monkeypatch.setattr(sb3, "train", started)
+
+
 @pytest.mark.parametrize(("dest", "algo"), CASES, ids=[f"{d}-{a}" for d, a in CASES])
+@pytest.mark.usefixtures("no_training")
 def test_an_option_the_algo_does_not_read_is_refused(dest: str, algo: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = ["train", "--algo", algo, "--env", "harness_gym/ClickButton-Json-v0", "--out", str(out)]
