@@ -93,8 +93,27 @@ def test_terminus_json_replies() -> None:
         "commands": [{"keystrokes": "cd sub\n", "duration": 0.1}, {"keystrokes": "ls\n"}],
     }
     assert read_reply("terminus_json", json.dumps(reply), False) == Action.of("run", command="cd sub\nls")
-    done = {"analysis": "", "plan": "", "commands": [], "task_complete": "true"}
+    done = {"analysis": "", "plan": "", "commands": [], "task_complete": True}
     assert read_reply("terminus_json", json.dumps(done), False) == Action.of("submit")
+    # Strict: a JSON boolean only. Lenient (TerminusStyle): Terminus 2's own rule for a string,
+    # lower-cased "true", "1" or "yes" is done and any other string is not; other types refused.
+    for loose, lenient_reads in [("TRUE", True), ("yes", True), ("1", True), ("no", False), ("done", False)]:
+        reply_text = json.dumps({**done, "task_complete": loose})
+        with pytest.raises(ActionError, match="'task_complete' must be true or false") as err:
+            read_reply("terminus_json", reply_text, False)
+        assert err.value.kind == "wrong_type"
+        if lenient_reads:
+            assert read_reply("terminus_json", reply_text, True) == Action.of("submit")
+        else:
+            with pytest.raises(ActionError, match="no commands"):
+                read_reply("terminus_json", reply_text, True)
+    for loose in (1, None, [True]):
+        for lenient in (False, True):
+            with pytest.raises(ActionError, match="'task_complete' must be true or false"):
+                read_reply("terminus_json", json.dumps({**done, "task_complete": loose}), lenient)
+    with_command = {**reply, "task_complete": 2}  # not silently read as "not done" either
+    with pytest.raises(ActionError, match="task_complete"):
+        read_reply("terminus_json", json.dumps(with_command), True)
     prose = "Here it is: " + json.dumps(done) + " thanks"
     assert read_reply("terminus_json", prose, True) == Action.of("submit")
     with pytest.raises(ActionError):

@@ -130,8 +130,12 @@ def _read_terminus(text: str, lenient: bool) -> Action:
             raise ActionError("wrong_type", f"Command {i} must be an object with a string 'keystrokes' field")
         keys.append(command["keystrokes"])
     complete = data.get("task_complete", False)
-    if isinstance(complete, str):
-        complete = complete.strip().lower() in ("true", "1", "yes")
+    if lenient and isinstance(complete, str):  # Terminus 2's own reading of a string (docs/terminal.md)
+        complete = complete.lower() in ("true", "1", "yes")
+    if not isinstance(complete, bool):
+        raise ActionError(
+            "wrong_type", f"Field 'task_complete' must be true or false, got {preview(repr(complete))}"
+        )
     line = "".join(keys)
     if line.strip():
         return Action.of("run", command=line[:-1] if line.endswith("\n") else line)
