@@ -33,6 +33,17 @@ def preset(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture(autouse=True, scope="module")
+def task_registry_restored() -> Iterator[None]:
+    """Each test module leaves ``TASKS`` as it found it: ``browser.register()`` (its default joins
+    ~130 real-browser tasks to the registry) in one module made listings and ``validate web`` of
+    later modules depend on which worker ran what."""
+    before = dict(TASKS)
+    yield
+    TASKS.clear()
+    TASKS.update(before)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread() -> Iterator[None]:
     """Small models train fastest on one thread, and two test workers share two cores."""

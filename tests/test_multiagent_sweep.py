@@ -186,3 +186,8 @@ def test_report_on_a_multi_agent_sweep_folder(tmp_path) -> None:  # noqa: ANN001
     assert code == 0, out.getvalue()
     text = (tmp_path / "m" / "report" / "report.md").read_text()
     assert "multi-agent sweep" in text and "agent_0" in text
+    assert "No viewer:" in text and "records no per-episode trajectories" in text
+    from harness_gym.cli import CLIExit
+
+    with pytest.raises(CLIExit, match="multi-agent sweep: it records no per-episode trajectories"):
+        main(["view", str(tmp_path / "m")])

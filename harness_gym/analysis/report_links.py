@@ -47,8 +47,12 @@ def episode_links_section(
     worst: Any,
 ) -> Section:
     """Write the viewer folder and return the section that links the report to it."""
+    from harness_gym.analysis.sweep.spec import SweepError
+
     try:
         write_view(sweep_dir)
+    except SweepError as err:  # nothing to view (a multi-agent sweep): say so, no links
+        return Section("Episodes behind the numbers", [f"No viewer: {err}."])
     except OSError as err:  # a read-only run folder: the report is still written, without links
         return Section(
             "Episodes behind the numbers",

@@ -66,9 +66,15 @@ def _row_record(row: Mapping[str, Any], factors: Sequence[str]) -> dict[str, Any
 def view_data(run_dir: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     """The index the page loads (rows, harnesses, partners) and the trajectories by row."""
     from harness_gym.analysis.sweep import load_rows, read_meta
+    from harness_gym.analysis.sweep.spec import SweepError
 
     run = Path(run_dir)
     meta = read_meta(run)
+    if meta.get("kind") == "multiagent":
+        raise SweepError(
+            f"{run} is a multi-agent sweep: it records no per-episode trajectories to view "
+            "(its report has the numbers)"
+        )
     frame = load_rows(run)
     rows = [{k: (None if v != v else v) for k, v in r.items()} for r in frame.to_dict("records")]
     factors = [f for f in meta.get("factors", []) if f"level_{f}" in frame.columns]
