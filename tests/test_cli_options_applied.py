@@ -75,3 +75,37 @@ def test_serve_session_timeout_must_be_a_finite_number(value: str) -> None:
     with pytest.raises(CLIExit) as err:
         main(["serve", "--session-timeout", value], out=io.StringIO())
     assert err.value.code == 2 and "--session-timeout" in str(err.value)
+
+
+def test_unknown_sb3_hyperparams_are_refused_before_any_work(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "m"
+    argv = ["train", "--algo", "dqn", "--env", ENV, "--steps", "8", "--out", str(out)]
+    with pytest.raises(CLIExit, match="--hyperparams: dqn takes no exploration, not_a_param"):
+        main([*argv, "--hyperparams", '{"learning_rate": 0.1, "not_a_param": 1, "exploration": 2}'])
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_refused_command_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    """The text policy's --hyperparams are read after the output probe made --out (and its
+    parents): the refusal removes what it made, and keeps a folder that was already there."""
+    argv = ["train", "--algo", "text_policy", "--env", ENV, "--hyperparams", '{"bogus": 1}']
+    with pytest.raises(CLIExit, match="--hyperparams"):
+        main([*argv, "--out", str(tmp_path / "a" / "b" / "c")])
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(CLIExit, match="--hyperparams"):
+        main([*argv, "--out", str(tmp_path / "kept" / "c")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"] and not any((tmp_path / "kept").iterdir())
+
+
+def test_a_failed_command_keeps_a_folder_that_holds_its_work(tmp_path: Path) -> None:
+    from harness_gym.cli.common import output_dir, run_guarded
+
+    def fails_after_writing() -> int:
+        folder = output_dir(tmp_path / "run" / "out")
+        (folder / "rows.jsonl").write_text("{}\n")
+        raise KeyboardInterrupt
+
+    with pytest.raises(CLIExit):
+        run_guarded(fails_after_writing)
+    assert (tmp_path / "run" / "out" / "rows.jsonl").read_text() == "{}\n"

@@ -287,6 +287,15 @@ class SB3Agent:
 # -- train and evaluate -----------------------------------------------------------------------
 
 
+def unknown_hyperparams(algo: str, hyperparams: Mapping[str, Any]) -> list[str]:
+    """The keys of ``hyperparams`` that ``algo``'s SB3 constructor does not take (checked before
+    any work: SB3 would raise only after the envs are built)."""
+    import inspect
+
+    taken = set(inspect.signature(ALGOS[algo].__init__).parameters) - {"self", "policy", "env"}
+    return sorted(set(hyperparams) - taken)
+
+
 def train(
     algo: str,
     env_id: str,

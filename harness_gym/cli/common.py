@@ -121,6 +121,30 @@ def run_guarded(command: Callable[[], int], debug: bool | Callable[[], bool] = F
             return bool(debug)
 
     try:
+        return _guarded(command, is_debug)
+    except BaseException:
+        _remove_empty_created_dirs()  # a command that failed leaves no empty --out behind
+        raise
+    finally:
+        _created_dirs.clear()
+
+
+#: Output folders :func:`output_dir` created during the running command (deepest last).
+_created_dirs: list[Path] = []
+
+
+def _remove_empty_created_dirs() -> None:
+    """Remove the folders this command created that are still empty (``rmdir`` leaves any
+    folder that holds something: a refused command leaves nothing, a failed run keeps its work)."""
+    for folder in reversed(_created_dirs):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _guarded(command: Callable[[], int], is_debug: Callable[[], bool]) -> int:
+    try:
         return command()
     except CLIExit:
         raise
@@ -402,6 +426,8 @@ def output_dir(path: str | Path, flag: str = "--out") -> Path:
     read-only mount, and a training run found out only when it saved its model. So the folder
     is created and a file is written and removed in it: what the OS refuses is found now."""
     path = Path(path)
+    missing = [p for p in (path.absolute(), *path.absolute().parents) if not p.exists()]
+    _created_dirs.extend(reversed(missing))  # removed again if the command fails while empty
     if path.exists() and not path.is_dir():
         raise CommandError(f"{flag} {path} is a file; this command writes a folder there")
     if not path.is_dir():

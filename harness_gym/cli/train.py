@@ -141,6 +141,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     hyperparams = json_object(args.hyperparams, "--hyperparams")
     if args.algo != "text_policy" and len(args.env) != 1:
         raise CommandError(f"--algo {args.algo} trains on one --env, got {len(args.env)}")
+    if args.algo in SB3_ALGOS:
+        from harness_gym.baselines.sb3 import unknown_hyperparams
+
+        unknown = unknown_hyperparams(args.algo, hyperparams)
+        if unknown:
+            raise CommandError(f"--hyperparams: {args.algo} takes no {', '.join(unknown)}")
     output_dir(args.out)
     import torch
 
