@@ -18,7 +18,7 @@ from harness_gym.envs.terminal.harbor import (
     load_harbor_task,
     register_harbor,
 )
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "harbor"

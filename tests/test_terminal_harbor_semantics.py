@@ -20,7 +20,7 @@ from harness_gym.envs.terminal.harbor import (
     load_harbor_dir,
     load_harbor_task,
 )
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "harbor"
 NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "task.toml").is_file())

@@ -30,7 +30,8 @@ from harness_gym.envs.terminal.rootfs import (
     prune_rootfs,
     unbuildable_reason,
 )
-from harness_gym.envs.terminal.sandbox import Sandbox, SandboxUnavailable, bwrap_problem, rootfs_problem
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_view import SandboxUnavailable, bwrap_problem, rootfs_problem
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harbor"
 
@@ -487,7 +488,7 @@ def test_two_processes_building_the_same_key_build_it_once(fake_base, tmp_path: 
 
 
 def test_rootfs_checks_resolve_links_inside_the_root_never_on_the_host(tmp_path: Path) -> None:
-    from harness_gym.envs.terminal.sandbox import _exists_within
+    from harness_gym.envs.terminal.sandbox_view import _exists_within
 
     root = tmp_path / "root"
     (root / "usr" / "bin").mkdir(parents=True)

@@ -57,13 +57,9 @@ import numpy as np
 
 from harness_gym.core.task import Action, StepResult
 from harness_gym.envs.terminal import dockerfile as df
-from harness_gym.envs.terminal.sandbox import (
-    VERIFIER_ENV,
-    SandboxLimits,
-    copy_tree,
-    remove_tree,
-    walk_tree,
-)
+from harness_gym.envs.terminal.episode_dirs import copy_tree, remove_tree, walk_tree
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_verifier import VERIFIER_ENV
 from harness_gym.envs.terminal.task import TerminalTask
 
 #: Longest a verifier or a single agent command may run here, whatever task.toml asks.

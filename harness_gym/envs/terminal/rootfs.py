@@ -727,7 +727,7 @@ def prune_rootfs(
 
 
 def _remove(path: Path) -> None:
-    from harness_gym.envs.terminal.sandbox import remove_tree
+    from harness_gym.envs.terminal.episode_dirs import remove_tree
 
     if path.is_dir() and not path.is_symlink():
         remove_tree(path)
