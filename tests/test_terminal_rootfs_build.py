@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness_gym.envs.terminal.episode_dirs import copy_tree, make_episode_dir, remove_episode_dir
-from harness_gym.envs.terminal.rootfs import BuildFailed, BuildStep, RootFS, build_rootfs
+from harness_gym.envs.terminal.rootfs import BuildFailed, build_rootfs
+from harness_gym.envs.terminal.rootfs_cache import RootFS
+from harness_gym.envs.terminal.rootfs_steps import BuildStep
 from harness_gym.envs.terminal.sandbox import Sandbox
 from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
 from harness_gym.envs.terminal.sandbox_view import bwrap_problem

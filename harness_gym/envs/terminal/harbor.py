@@ -1273,24 +1273,25 @@ MIRRORED_LIBRARY = re.compile(r"^(?:[a-z0-9.-]+\.[a-z]+(?::\d+)?/)?(?:docker/)?l
 
 
 def _check_base(name: str, plan: ImagePlan) -> None:
-    """The ``FROM`` image must map to a Debian base (:func:`~harness_gym.envs.terminal.rootfs.map_base`;
+    """The ``FROM`` image must map to a Debian base (:func:`~harness_gym.envs.terminal.rootfs_base.map_base`;
     toolchain images such as ``golang`` or ``eclipse-temurin`` map to the suite whose own package
     of the tool is nearest, said in the build log)."""
-    from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal.rootfs_base import Unbuildable, map_base
 
     plan.base_image = MIRRORED_LIBRARY.sub("", plan.base_image)
     try:
-        rootfs.map_base(plan.base_image)
-    except rootfs.Unbuildable as err:
+        map_base(plan.base_image)
+    except Unbuildable as err:
         raise UnsupportedHarborTask(
             f"{name}: environment/Dockerfile: {err.reason}", "registry-image"
         ) from None
 
 
 def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
-    """The Dockerfile as :class:`~harness_gym.envs.terminal.rootfs.BuildStep` values, checked
+    """The Dockerfile as :class:`~harness_gym.envs.terminal.rootfs_steps.BuildStep` values, checked
     buildable (a mapped base, URLs inside the package registries); rejects what cannot be built."""
-    from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal.rootfs_base import Unbuildable
+    from harness_gym.envs.terminal.rootfs_steps import BuildStep, check_buildable
 
     where = f"{folder.name}: environment/Dockerfile"
     workdir = plan.workdir.rstrip("/") or "/"
@@ -1314,7 +1315,7 @@ def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
         # link to it, holding what the build left there.
         quoted = shlex.quote(workdir)
         steps.append(
-            rootfs.BuildStep(
+            BuildStep(
                 "RUN",
                 (
                     f"set -e; mkdir -p /app; if [ -d {quoted} ] && [ ! -L {quoted} ]; then "
@@ -1326,8 +1327,8 @@ def _build_steps(folder: Path, plan: ImagePlan) -> tuple[Any, ...]:
             )
         )
     try:
-        rootfs.check_buildable(plan.base_image, steps, env_dir)
-    except rootfs.Unbuildable as err:
+        check_buildable(plan.base_image, steps, env_dir)
+    except Unbuildable as err:
         raise UnsupportedHarborTask(f"{where}: {err.reason}", "unbuildable") from None
     return tuple(steps)
 
@@ -1341,13 +1342,13 @@ def _convert(
     steps: list[Any],
 ) -> None:
     """Append the build steps of ``plan``'s instructions to ``steps``."""
-    from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal.rootfs_steps import BuildStep
 
     for ins in plan.instructions:
         shown = f"{ins.kind} {ins.args}"[:300]
 
         def step(kind: str, *args: str, ins: df.Instruction = ins, shown: str = shown) -> None:
-            steps.append(rootfs.BuildStep(kind, tuple(args), ins.line, shown))
+            steps.append(BuildStep(kind, tuple(args), ins.line, shown))
 
         if ins.kind == "ARG":
             for key, value in df.parse_assignments(ins, variables).items():
