@@ -30,7 +30,8 @@ from harness_gym.envs.terminal.episode_dirs import (
     remove_episode_dir,
     remove_stale_episode_dirs,
 )
-from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, load_harbor_task
+from harness_gym.envs.terminal.harbor import load_harbor_task
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
 from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TermSortUnique
 

@@ -103,7 +103,8 @@ def _recipes(args: argparse.Namespace) -> list[tuple[str, str, list[Any], Path |
     if not args.folders:
         raise CommandError("give Harbor task folders to build, or --from IMAGE [--run CMD ...]")
     # the Harbor loader reads a task's Dockerfile into build steps
-    from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, rootfs_recipe
+    from harness_gym.envs.terminal.harbor import rootfs_recipe
+    from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
 
     out = []
     for folder in args.folders:
