@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, find_task_folders, load_harbor_task
+from harness_gym.envs.terminal.harbor import find_task_folders, load_harbor_task
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
 from harness_gym.envs.terminal.presets import CODING_PRESETS
 
 

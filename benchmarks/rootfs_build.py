@@ -18,8 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness_gym.envs.terminal.rootfs import BuildStep, build_rootfs, disk_usage
-from harness_gym.envs.terminal.sandbox import Sandbox, make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.rootfs import build_rootfs
+from harness_gym.envs.terminal.rootfs_cache import disk_usage
+from harness_gym.envs.terminal.rootfs_steps import BuildStep
+from harness_gym.envs.terminal.sandbox import Sandbox
 
 STEPS = [
     BuildStep("RUN", ("apt-get update && apt-get install -y --no-install-recommends jq",), 2),

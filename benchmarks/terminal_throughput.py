@@ -26,8 +26,9 @@ import time
 
 import harness_gym  # noqa: F401 - registers the ids and the terminal options
 from harness_gym.envs.terminal.env import TerminalEnv
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
 from harness_gym.envs.terminal.presets import CODING_PRESETS
-from harness_gym.envs.terminal.sandbox import Sandbox, make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.sandbox import Sandbox
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
 #: Target ratio (sandbox / bare subprocess) of each row of (a), from issue 25.

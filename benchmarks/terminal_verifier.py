@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from harness_gym.core.task import Action
-from harness_gym.envs.terminal.sandbox import Sandbox, make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.sandbox import Sandbox
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
 

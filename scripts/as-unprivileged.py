@@ -30,7 +30,7 @@ CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 LIBC = ctypes.CDLL(None, use_errno=True)
 ROOT = Path(__file__).resolve().parents[1]
-#: Just above the sandbox uids (harness_gym.envs.terminal.sandbox.SANDBOX_UID_BASE + 4000).
+#: Just above the sandbox uids (harness_gym.envs.terminal.sandbox_view.SANDBOX_UID_BASE + 4000).
 DEFAULT_UID = 0x70000000 + 4000
 
 

@@ -20,19 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from harness_gym.envs.terminal import episode_dirs, sandbox_view
 from harness_gym.envs.terminal import sandbox as sandbox_module
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.sandbox import (
-    SANDBOX_UID_BASE,
-    SANDBOX_UIDS,
-    MemoryCgroup,
-    Sandbox,
-    SandboxLimits,
-    bwrap_problem,
-    make_episode_dir,
-    remove_episode_dir,
-    sandbox_uid,
-)
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import MemoryCgroup, SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import SANDBOX_UID_BASE, SANDBOX_UIDS, bwrap_problem, sandbox_uid
 from harness_gym.envs.terminal.tasks import TermFixUnittest
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
@@ -154,9 +148,9 @@ def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch
     monkeypatch.setenv("HG_DECOY_SECRET", decoy)
     checkout = tmp_path / f"{decoy} checkout"
     checkout.mkdir(mode=0o700)
-    shutil.copy(sandbox_module.RUNNER, checkout / "runner.py")
-    monkeypatch.setattr(sandbox_module, "RUNNER", checkout / "runner.py")
-    monkeypatch.setattr(sandbox_module, "_runner_code", [])
+    shutil.copy(sandbox_view.RUNNER, checkout / "runner.py")
+    monkeypatch.setattr(sandbox_view, "RUNNER", checkout / "runner.py")
+    monkeypatch.setattr(sandbox_view, "_runner_code", [])
     monkeypatch.chdir(checkout)
     # A $TMPDIR that names the user, as many do (reachable by the sandbox's uid).
     host_tmp = Path(tempfile.mkdtemp(prefix=f"{decoy}-tmp-", dir="/tmp"))
@@ -164,7 +158,7 @@ def test_no_host_secret_path_or_user_name_is_visible_anywhere_inside(monkeypatch
     request.addfinalizer(lambda: shutil.rmtree(host_tmp, ignore_errors=True))
     monkeypatch.setenv("TMPDIR", str(host_tmp))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    monkeypatch.delenv(sandbox_module.EPISODE_BASE_VARIABLE, raising=False)
+    monkeypatch.delenv(episode_dirs.EPISODE_BASE_VARIABLE, raising=False)
     needles = [decoy, str(ROOT), str(checkout)]
     if str(Path.home()) not in ("/", "/root", "/home/agent", "/nonexistent"):
         needles.append(str(Path.home()))
@@ -306,7 +300,7 @@ def test_dev_is_read_only_and_dev_shm_and_tmp_are_small(box: Sandbox) -> None:
 
 
 @pytest.mark.skipif(
-    not sandbox_module.bwrap_supports("--disable-userns"), reason="bubblewrap < 0.8 has no --disable-userns"
+    not sandbox_view.bwrap_supports("--disable-userns"), reason="bubblewrap < 0.8 has no --disable-userns"
 )
 def test_no_user_namespace_can_be_made_inside(box: Sandbox) -> None:
     res = box.run("unshare -Urm sh -c 'mount -t tmpfs none /tmp && echo mounted'; echo rc=$?")
@@ -381,11 +375,11 @@ def test_the_persistent_shell_stops_when_it_reports_the_end_of_a_command(box: Sa
 def test_the_runner_comes_from_a_0700_folder_with_a_space(monkeypatch, tmp_path) -> None:
     folder = tmp_path / "private checkout"
     folder.mkdir()
-    shutil.copy(sandbox_module.RUNNER, folder / "runner.py")
+    shutil.copy(sandbox_view.RUNNER, folder / "runner.py")
     folder.chmod(0o700)
     tmp_path.chmod(0o700)
-    monkeypatch.setattr(sandbox_module, "RUNNER", folder / "runner.py")
-    monkeypatch.setattr(sandbox_module, "_runner_code", [])
+    monkeypatch.setattr(sandbox_view, "RUNNER", folder / "runner.py")
+    monkeypatch.setattr(sandbox_view, "_runner_code", [])
     root = make_episode_dir()
     sb = Sandbox(root, LIMITS, rootfs=ROOTFS)
     try:

@@ -11,7 +11,7 @@ import harness_gym  # noqa: F401 - registers the ids
 from harness_gym.cli import main
 from harness_gym.core.registry import FAMILY_ENV_IDS, get_task, make_env
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TermSortUnique
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")

@@ -12,13 +12,9 @@ import pytest
 import harness_gym  # noqa: F401 - registers the ids
 from harness_gym.core.task import Action
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.harbor import (
-    UnsupportedHarborTask,
-    load_harbor_dir,
-    load_harbor_task,
-    register_harbor,
-)
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.harbor import load_harbor_dir, load_harbor_task, register_harbor
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "harbor"

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, find_task_folders, load_harbor_task
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.harbor import find_task_folders, load_harbor_task
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 pytestmark = [
     pytest.mark.slow,

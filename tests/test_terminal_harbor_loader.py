@@ -15,14 +15,12 @@ import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
-from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, load_harbor_task, verify_time_install
-from harness_gym.envs.terminal.sandbox import (
-    Sandbox,
-    SandboxLimits,
-    bwrap_problem,
-    make_episode_dir,
-    remove_episode_dir,
-)
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.harbor import load_harbor_task
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask, verify_time_install
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harbor"
 needs_bwrap = pytest.mark.skipif(

@@ -13,14 +13,10 @@ import pytest
 from harness_gym.core.task import Action
 from harness_gym.envs.terminal import dockerfile as df
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.harbor import (
-    HarborTask,
-    _parse_reward,
-    find_task_folders,
-    load_harbor_dir,
-    load_harbor_task,
-)
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.harbor import find_task_folders, load_harbor_dir, load_harbor_task
+from harness_gym.envs.terminal.harbor_task import HarborTask
+from harness_gym.envs.terminal.harbor_verify import _parse_reward
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "harbor"
 NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "task.toml").is_file())

@@ -9,7 +9,7 @@ import harness_gym  # noqa: F401 - registers the ids
 from harness_gym.core.harness import Harness, HarnessSpecError
 from harness_gym.core.presets import PRESETS
 from harness_gym.envs.terminal.options import TerminalOptions, harness_options, with_options
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 needs_bwrap = pytest.mark.skipif(
     bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}"

@@ -22,16 +22,17 @@ import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
-from harness_gym.envs.terminal import sandbox as sandbox_module
+from harness_gym.envs.terminal import episode_dirs
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, load_harbor_task
-from harness_gym.envs.terminal.sandbox import (
+from harness_gym.envs.terminal.episode_dirs import (
     OWNER_FILE,
-    bwrap_problem,
     make_episode_dir,
     remove_episode_dir,
     remove_stale_episode_dirs,
 )
+from harness_gym.envs.terminal.harbor import load_harbor_task
+from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TermSortUnique
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
@@ -156,7 +157,7 @@ def test_episode_dirs_of_a_killed_harness_are_cleaned_up(tmp_path) -> None:
     the next episode directory made here removes it, and keeps the ones of live processes."""
     code = (
         "import os, signal, sys\n"
-        "from harness_gym.envs.terminal.sandbox import make_episode_dir\n"
+        "from harness_gym.envs.terminal.episode_dirs import make_episode_dir\n"
         "root = make_episode_dir()\n"
         "os.makedirs(root / 'app' / 'a' / 'b')\n"
         "os.chmod(root / 'app' / 'a', 0o555)\n"
@@ -182,7 +183,7 @@ def test_an_owner_file_being_written_is_never_taken_for_a_stale_one() -> None:
     """Two processes (pytest-xdist workers, a vector env) make episode directories side by
     side: one caught between creating its owner file and writing it must keep its directory
     (a read of the empty file once removed a live episode directory under another worker)."""
-    root = Path(tempfile.mkdtemp(prefix=sandbox_module.EPISODE_PREFIX, dir=sandbox_module.episode_base()))
+    root = Path(tempfile.mkdtemp(prefix=episode_dirs.EPISODE_PREFIX, dir=episode_dirs.episode_base()))
     try:
         (root / OWNER_FILE).write_text("")  # created, not yet written
         assert str(root) not in remove_stale_episode_dirs()

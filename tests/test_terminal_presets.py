@@ -15,7 +15,7 @@ from harness_gym.envs.terminal import CODING_PRESETS, SENTINEL, TERMINAL_PRESETS
 from harness_gym.envs.terminal.env import TerminalEnv
 from harness_gym.envs.terminal.options import TerminalOptions, present_result
 from harness_gym.envs.terminal.replies import read_reply
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
 needs_bwrap = pytest.mark.skipif(

@@ -22,15 +22,13 @@ import pytest
 from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
+from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
 from harness_gym.envs.terminal.hacks import HACKS
-from harness_gym.envs.terminal.harbor import load_harbor_task, reward_tampering
-from harness_gym.envs.terminal.sandbox import (
-    Sandbox,
-    SandboxLimits,
-    bwrap_problem,
-    make_episode_dir,
-    remove_episode_dir,
-)
+from harness_gym.envs.terminal.harbor import load_harbor_task
+from harness_gym.envs.terminal.harbor_verify import reward_tampering
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
 FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "agent-code-verifier"

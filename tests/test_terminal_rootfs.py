@@ -14,23 +14,18 @@ import pytest
 
 from harness_gym.cli import main
 from harness_gym.cli.common import CLIExit
-from harness_gym.envs.terminal import rootfs
-from harness_gym.envs.terminal.rootfs import (
-    BuildFailed,
+from harness_gym.envs.terminal import rootfs, rootfs_base, rootfs_cache, rootfs_steps
+from harness_gym.envs.terminal.rootfs import BuildFailed, build_rootfs
+from harness_gym.envs.terminal.rootfs_base import Unbuildable, map_base
+from harness_gym.envs.terminal.rootfs_cache import RootFS, cache_dir, cache_key, list_rootfs, prune_rootfs
+from harness_gym.envs.terminal.rootfs_steps import (
     BuildStep,
-    RootFS,
-    Unbuildable,
     build_environment,
-    build_rootfs,
-    cache_dir,
-    cache_key,
     check_buildable,
-    list_rootfs,
-    map_base,
-    prune_rootfs,
     unbuildable_reason,
 )
-from harness_gym.envs.terminal.sandbox import Sandbox, SandboxUnavailable, bwrap_problem, rootfs_problem
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_view import SandboxUnavailable, bwrap_problem, rootfs_problem
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harbor"
 
@@ -152,7 +147,7 @@ def test_a_url_outside_the_package_registries_is_unbuildable(command: str, host:
 
 
 def test_urls_of_the_package_registries_are_fine(monkeypatch) -> None:
-    monkeypatch.delenv(rootfs.REGISTRY_HOSTS_VARIABLE, raising=False)
+    monkeypatch.delenv(rootfs_steps.REGISTRY_HOSTS_VARIABLE, raising=False)
     steps = [
         run_step("apt-get update && apt-get install -y curl"),
         run_step("pip install --index-url https://pypi.org/simple numpy"),
@@ -161,7 +156,7 @@ def test_urls_of_the_package_registries_are_fine(monkeypatch) -> None:
         run_step("npm install --registry https://registry.npmjs.org left-pad"),
     ]
     assert unbuildable_reason("debian:12", steps) is None
-    monkeypatch.setenv(rootfs.REGISTRY_HOSTS_VARIABLE, "example.com, mirror.internal")
+    monkeypatch.setenv(rootfs_steps.REGISTRY_HOSTS_VARIABLE, "example.com, mirror.internal")
     assert unbuildable_reason("debian:12", [run_step("wget https://cdn.example.com/x")]) is None
 
 
@@ -196,7 +191,7 @@ def test_build_steps_are_checked() -> None:
 
 
 def test_cache_key_follows_base_steps_and_copied_bytes_only(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv(rootfs.MIRROR_VARIABLE, raising=False)
+    monkeypatch.delenv(rootfs_base.MIRROR_VARIABLE, raising=False)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "x.csv").write_text("1,2\n")
     (tmp_path / "unused.bin").write_bytes(b"\0" * 10)
@@ -222,15 +217,15 @@ def test_cache_key_follows_base_steps_and_copied_bytes_only(tmp_path: Path, monk
     changed["mode"] = cache_key("python:3.11-slim", steps, tmp_path)
     (tmp_path / "data" / "y.csv").write_text("")
     changed["new file"] = cache_key("python:3.11-slim", steps, tmp_path)
-    monkeypatch.setenv(rootfs.MIRROR_VARIABLE, "http://ftp.debian.org/debian")
+    monkeypatch.setenv(rootfs_base.MIRROR_VARIABLE, "http://ftp.debian.org/debian")
     changed["mirror"] = cache_key("python:3.11-slim", steps, tmp_path)
     assert len({key, *changed.values()}) == len(changed) + 1, changed
 
 
 def test_cache_dir_follows_the_variables(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(rootfs.CACHE_VARIABLE, str(tmp_path / "c"))
+    monkeypatch.setenv(rootfs_cache.CACHE_VARIABLE, str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
-    monkeypatch.delenv(rootfs.CACHE_VARIABLE)
+    monkeypatch.delenv(rootfs_cache.CACHE_VARIABLE)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_dir() == tmp_path / "xdg" / "harness-gym" / "rootfs"
     monkeypatch.delenv("XDG_CACHE_HOME")
@@ -258,10 +253,10 @@ def test_the_build_follows_the_hosts_pip_index_and_ca_but_not_its_local_folders(
     assert env["PIP_INDEX_URL"] == "https://mirror.example/simple"
     assert env["PIP_EXTRA_INDEX_URL"] == "https://extra.example/simple"
     assert env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
-    assert env["PIP_CERT"] == env["SSL_CERT_FILE"] == rootfs.CA_IN_BUILD
-    assert rootfs.ca_bundle() == str(conf)
+    assert env["PIP_CERT"] == env["SSL_CERT_FILE"] == rootfs_steps.CA_IN_BUILD
+    assert rootfs_steps.ca_bundle() == str(conf)
     assert "PIP_FIND_LINKS" not in env and not any("/opt/" in v for v in env.values())
-    assert {"mirror.example", "extra.example"} <= rootfs.registry_hosts()
+    assert {"mirror.example", "extra.example"} <= rootfs_steps.registry_hosts()
     assert unbuildable_reason("debian:12", [run_step("curl https://mirror.example/simple/x/")]) is None
 
 
@@ -487,7 +482,7 @@ def test_two_processes_building_the_same_key_build_it_once(fake_base, tmp_path: 
 
 
 def test_rootfs_checks_resolve_links_inside_the_root_never_on_the_host(tmp_path: Path) -> None:
-    from harness_gym.envs.terminal.sandbox import _exists_within
+    from harness_gym.envs.terminal.sandbox_view import _exists_within
 
     root = tmp_path / "root"
     (root / "usr" / "bin").mkdir(parents=True)

@@ -25,15 +25,15 @@ from harness_gym.envs.terminal.backends import (
     HarborBackend,
     open_backend,
 )
-from harness_gym.envs.terminal.sandbox import (
-    Sandbox,
-    SandboxLimits,
-    bwrap_problem,
+from harness_gym.envs.terminal.episode_dirs import (
     copy_tree,
     make_episode_dir,
     remove_episode_dir,
     remove_tree,
 )
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TermGitCommit, TermSortUnique
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")

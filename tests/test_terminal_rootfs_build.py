@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from harness_gym.envs.terminal.rootfs import BuildFailed, BuildStep, RootFS, build_rootfs
-from harness_gym.envs.terminal.sandbox import (
-    Sandbox,
-    SandboxLimits,
-    bwrap_problem,
-    copy_tree,
-    make_episode_dir,
-    remove_episode_dir,
-)
+from harness_gym.envs.terminal.episode_dirs import copy_tree, make_episode_dir, remove_episode_dir
+from harness_gym.envs.terminal.rootfs import BuildFailed, build_rootfs
+from harness_gym.envs.terminal.rootfs_cache import RootFS
+from harness_gym.envs.terminal.rootfs_steps import BuildStep
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("HARNESS_GYM_TEST_ROOTFS_CACHE", "/var/tmp/harness-gym-test-rootfs"))

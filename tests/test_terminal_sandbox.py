@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness_gym.envs.terminal.env import TerminalEnv
-from harness_gym.envs.terminal.sandbox import SandboxLimits, bwrap_problem, sandbox_uid
+from harness_gym.envs.terminal.sandbox_limits import SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem, sandbox_uid
 from harness_gym.envs.terminal.tasks import TermSortUnique
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
@@ -73,7 +73,7 @@ def test_200_episodes_leave_no_process_and_no_directory() -> None:
     from harness_gym.envs.terminal import CODING_PRESETS
     from harness_gym.envs.terminal.env import TerminalEnv
     from harness_gym.envs.terminal.harbor import load_harbor_task
-    from harness_gym.envs.terminal.sandbox import sandbox_uid
+    from harness_gym.envs.terminal.sandbox_view import sandbox_uid
 
     gc.collect()
     uid = sandbox_uid()

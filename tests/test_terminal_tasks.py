@@ -15,7 +15,7 @@ from harness_gym.core.task import Action
 from harness_gym.envs.terminal import SENTINEL, TERMINAL_TASK_IDS
 from harness_gym.envs.terminal.env import TerminalEnv
 from harness_gym.envs.terminal.options import TerminalOptions, cut, present_result
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")

@@ -25,7 +25,8 @@ from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
 from harness_gym.envs.terminal.harbor import load_harbor_task
-from harness_gym.envs.terminal.sandbox import VERIFIER_ENV, bwrap_problem
+from harness_gym.envs.terminal.sandbox_verifier import VERIFIER_ENV
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks import TERMINAL_TASKS
 

@@ -20,7 +20,7 @@ import pytest
 
 from harness_gym.cli import main
 from harness_gym.core.registry import TASKS, register_task
-from harness_gym.envs.terminal.sandbox import bwrap_problem
+from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.web.tasks.click_button import ClickButton
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -51,11 +51,11 @@ def _when(t: float) -> str:
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
-    from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal import rootfs_cache
 
-    cache = args.cache or rootfs.cache_dir()
-    built = rootfs.list_rootfs(cache)
-    bases = rootfs.list_bases(cache)
+    cache = args.cache or rootfs_cache.cache_dir()
+    built = rootfs_cache.list_rootfs(cache)
+    bases = rootfs_cache.list_bases(cache)
     if args.json:
         for item in built:
             out.write(json.dumps({"kind": "rootfs", "path": str(item.path), **item.meta()}) + "\n")
@@ -86,13 +86,13 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
         + [[k, str(r.get("suite")), ",".join(r.get("packages", [])), _mb(s)] for k, r, s in bases],
         out,
     )
-    out.write(f"\ncache total: {_mb(rootfs.disk_usage(Path(cache)))}\n")
+    out.write(f"\ncache total: {_mb(rootfs_cache.disk_usage(Path(cache)))}\n")
     return 0
 
 
 def _recipes(args: argparse.Namespace) -> list[tuple[str, str, list[Any], Path | None]]:
     """(label, base image, steps, build context) for each thing to build."""
-    from harness_gym.envs.terminal.rootfs import BuildStep
+    from harness_gym.envs.terminal.rootfs_steps import BuildStep
 
     if args.image:
         if args.folders:
@@ -103,7 +103,8 @@ def _recipes(args: argparse.Namespace) -> list[tuple[str, str, list[Any], Path |
     if not args.folders:
         raise CommandError("give Harbor task folders to build, or --from IMAGE [--run CMD ...]")
     # the Harbor loader reads a task's Dockerfile into build steps
-    from harness_gym.envs.terminal.harbor import UnsupportedHarborTask, rootfs_recipe
+    from harness_gym.envs.terminal.harbor import rootfs_recipe
+    from harness_gym.envs.terminal.harbor_format import UnsupportedHarborTask
 
     out = []
     for folder in args.folders:
@@ -119,14 +120,16 @@ def _recipes(args: argparse.Namespace) -> list[tuple[str, str, list[Any], Path |
 
 def _build(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal.rootfs_base import Unbuildable
+    from harness_gym.envs.terminal.rootfs_cache import cache_dir, disk_usage
 
-    cache = args.cache or rootfs.cache_dir()
+    cache = args.cache or cache_dir()
     rows = [["what", "key", "debian", "size", "build", "note"]]
     for label, image, steps, context in _recipes(args):
         start = time.monotonic()
         try:
             built = rootfs.build_rootfs(image, steps, context, progress=not args.no_progress, cache=cache)
-        except (rootfs.Unbuildable, rootfs.BuildFailed) as err:
+        except (Unbuildable, rootfs.BuildFailed) as err:
             raise CommandError(f"{label}: {err}") from None
         took = time.monotonic() - start
         cached = took < built.build_seconds / 2
@@ -141,23 +144,23 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
             ]
         )
     table(rows, out)
-    out.write(f"cache {cache}: {_mb(rootfs.disk_usage(Path(cache)))}\n")
+    out.write(f"cache {cache}: {_mb(disk_usage(Path(cache)))}\n")
     return 0
 
 
 def _prune(args: argparse.Namespace, out: TextIO) -> int:
-    from harness_gym.envs.terminal import rootfs
+    from harness_gym.envs.terminal import rootfs_cache
 
-    cache = args.cache or rootfs.cache_dir()
+    cache = args.cache or rootfs_cache.cache_dir()
     if args.all and args.unused_days is not None:
         raise CommandError("give --all or --unused-days, not both")
-    before = rootfs.disk_usage(Path(cache))
+    before = rootfs_cache.disk_usage(Path(cache))
     if args.all or args.unused_days is not None:
         unused = None if args.all else args.unused_days * 86400
-        removed = rootfs.prune_rootfs(cache, unused_for=unused, bases=args.bases)
+        removed = rootfs_cache.prune_rootfs(cache, unused_for=unused, bases=args.bases)
     else:  # only leftovers: half-finished builds of dead processes, failed-build logs
-        removed = rootfs.prune_rootfs(cache, unused_for=float("inf"), bases=args.bases)
+        removed = rootfs_cache.prune_rootfs(cache, unused_for=float("inf"), bases=args.bases)
     for name in removed:
         out.write(f"removed {name}\n")
-    out.write(f"freed {_mb(before - rootfs.disk_usage(Path(cache)))}; cache {cache}\n")
+    out.write(f"freed {_mb(before - rootfs_cache.disk_usage(Path(cache)))}; cache {cache}\n")
     return 0

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             raise CommandError(f"no harness to validate {task_id} under (no preset is registered with it)")
         plans.append((task_id, harnesses))
     if any(_needs_sandbox(t) for t, _ in plans):
-        from harness_gym.envs.terminal.sandbox import bwrap_problem
+        from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 
         problem = bwrap_problem()
         if problem is not None:

@@ -4,7 +4,7 @@
 (which takes ``harness=`` and ``terminal=``) with Gymnasium for every task of
 :data:`~harness_gym.envs.terminal.catalog.TASK_CLASSES`. Registering imports no task and starts nothing; the
 sandbox starts at an env's first reset, and building an env where bubblewrap cannot run
-raises :class:`~harness_gym.envs.terminal.sandbox.SandboxUnavailable`. See ``docs/terminal.md``.
+raises :class:`~harness_gym.envs.terminal.sandbox_view.SandboxUnavailable`. See ``docs/terminal.md``.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ TERMINAL_TASK_IDS: tuple[str, ...] = tuple(TASK_CLASSES)
 _LAZY = {
     "TERMINAL_TASKS": "harness_gym.envs.terminal.tasks",
     "Sandbox": "harness_gym.envs.terminal.sandbox",
-    "SandboxLimits": "harness_gym.envs.terminal.sandbox",
-    "SandboxUnavailable": "harness_gym.envs.terminal.sandbox",
-    "require_bwrap": "harness_gym.envs.terminal.sandbox",
+    "SandboxLimits": "harness_gym.envs.terminal.sandbox_limits",
+    "SandboxUnavailable": "harness_gym.envs.terminal.sandbox_view",
+    "require_bwrap": "harness_gym.envs.terminal.sandbox_view",
 }
 
 

@@ -24,7 +24,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from harness_gym.envs.terminal.sandbox import APP, VERIFIER_ENV, CommandResult, Sandbox, SandboxLimits
+from harness_gym.envs.terminal.sandbox import Sandbox
+from harness_gym.envs.terminal.sandbox_limits import CommandResult, SandboxLimits
+from harness_gym.envs.terminal.sandbox_verifier import VERIFIER_ENV
+from harness_gym.envs.terminal.sandbox_view import APP
 
 T = TypeVar("T")
 
@@ -322,7 +325,7 @@ class HarborBackend:
         self._uploaded = True
 
     def _download_app(self) -> None:
-        from harness_gym.envs.terminal.sandbox import remove_tree
+        from harness_gym.envs.terminal.episode_dirs import remove_tree
 
         for child in list(self.app.iterdir()) if self.app.is_dir() else []:
             remove_tree(child)

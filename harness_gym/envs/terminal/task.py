@@ -32,16 +32,15 @@ import numpy as np
 
 from harness_gym.core.task import Action, ActionSpec, Param, StepResult, Task
 from harness_gym.envs.terminal.backends import ExecutionBackend, open_backend
-from harness_gym.envs.terminal.sandbox import (
-    CommandResult,
-    SandboxLimits,
+from harness_gym.envs.terminal.episode_dirs import (
     copy_tree,
     make_episode_dir,
     owned_tempdir,
     remove_episode_dir,
     remove_tree,
-    require_bwrap,
 )
+from harness_gym.envs.terminal.sandbox_limits import CommandResult, SandboxLimits
+from harness_gym.envs.terminal.sandbox_view import require_bwrap
 
 RUN = ActionSpec(
     "run",

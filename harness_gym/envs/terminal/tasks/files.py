@@ -11,7 +11,7 @@ import tarfile
 
 import numpy as np
 
-from harness_gym.envs.terminal.sandbox import walk_tree
+from harness_gym.envs.terminal.episode_dirs import walk_tree
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.tasks.words import WORDS, pick
 
