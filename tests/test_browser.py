@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +24,8 @@ from gymnasium.utils.env_checker import check_env
 import harness_gym
 import harness_gym.envs.browser as browser_pkg
 from harness_gym import PRESETS
+from harness_gym.analysis.validate import FAIL, validate_pair
+from harness_gym.core.task import Action
 from harness_gym.envs.browser.assets import available_subdomains, server_url
 from harness_gym.envs.browser.browser import (
     BrowserSession,
@@ -32,6 +35,7 @@ from harness_gym.envs.browser.browser import (
     processes_matching,
 )
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.oracles import find
 from harness_gym.envs.browser.tasks import (
     BROWSER_TASKS,
     EXCLUDED,
@@ -187,6 +191,85 @@ def test_oracle_succeeds_under_every_preset(preset: str, session: BrowserSession
     for seed in range(3):
         assert play_oracle(env, seed)["success"], (preset, seed)
     env.close()
+
+
+def _click_where(env: BrowserEnv, **where: Any) -> None:
+    """Click, through the harness, the first visible element matching ``where`` (see ``find``)."""
+    node = find(env.task.fields(), **where)
+    assert node is not None, where
+    _, _, terminated, _, info = env.step(env.format_action(Action.of("click", ref=node["ref"])))
+    assert not terminated and not info["last_error"], where
+
+
+def _by_id(element_id: str) -> dict[str, Any]:
+    return {"pred": lambda n: n.get("id") == element_id}
+
+
+def _sender(env: BrowserEnv) -> str:
+    return env.task.fields()["instruction"].split("Find the email by ")[1].split(" and ")[0]
+
+
+def _open_search(env: BrowserEnv) -> None:  # the search view hides the inbox
+    _click_where(env, **_by_id("open-search"))
+
+
+def _reply_to_another(env: BrowserEnv) -> None:
+    sender = _sender(env)
+    _click_where(env, cls="email-sender", pred=lambda n: n.get("text") != sender)
+    _click_where(env, cls="email-reply")
+
+
+def _forward_the_target(env: BrowserEnv) -> None:
+    _click_where(env, cls="email-sender", text=_sender(env))
+    _click_where(env, cls="email-forward")
+
+
+def _reply_to_the_target(env: BrowserEnv) -> None:
+    _click_where(env, cls="email-sender", text=_sender(env))
+    _click_where(env, cls="email-reply")
+
+
+#: Pages that play leaves behind and the email oracle once raised on (issue 37 item 4:
+#: ``validate``'s random floor met "no email from Rosalyn on the page", an IndexError on a
+#: reply form the task does not want, an AttributeError on an unwanted forward form).
+EMAIL_DETOURS = [
+    ("BrowserEmailInbox", _open_search),
+    ("BrowserEmailInboxDelete", _reply_to_the_target),
+    ("BrowserEmailInboxReply", _forward_the_target),
+    ("BrowserEmailInboxReply", _reply_to_another),
+    ("BrowserEmailInboxForward", _reply_to_the_target),
+    ("BrowserEmailInboxImportant", _open_search),
+]
+
+
+@pytest.mark.parametrize(("task_id", "detour"), EMAIL_DETOURS, ids=lambda x: getattr(x, "__name__", x))
+def test_email_oracle_finds_its_way_back_from_a_page_play_left(
+    task_id: str, detour: Callable[[BrowserEnv], None], session: BrowserSession
+) -> None:
+    """After real clicks that open the search view or a reply / forward form the task does not
+    want, the oracle takes the user's way back (cancel, close) and still succeeds, on the
+    seeds where validate's random floor crashed it."""
+    env = make_browser_env(task_id, harness="Json", session=session)
+    for seed in (0, 3, 4):
+        env.reset(seed=seed)
+        detour(env)
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            done = terminated or truncated
+        assert info["success"] and info["invalid_actions"] == 0, (task_id, seed, env.task.trace)
+    env.close()
+
+
+def test_validate_random_floor_on_email_tasks_meets_no_oracle_crash(session: BrowserSession) -> None:
+    """The reported defect, end to end: every check of validate's pair on the seeds that crashed
+    (0: no email on the page, 3: IndexError, 4: AttributeError) runs, and none is a crash."""
+    for task_id in ("BrowserEmailInbox", "BrowserEmailInboxStarReply"):
+        env = make_browser_env(task_id, harness="Json", session=session)
+        checks = validate_pair(task_id, env, "Json", [0, 3, 4], 1.0)
+        env.close()
+        assert {c.check for c in checks} >= {"ceiling", "floor:random"}
+        assert [c.line() for c in checks if c.status == FAIL] == [], task_id
 
 
 def test_bad_agent_output_never_raises(session: BrowserSession) -> None:

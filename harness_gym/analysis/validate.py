@@ -230,31 +230,43 @@ def _short(text: str, n: int = 160) -> str:
 
 
 def validate_pair(task_id: str, env: Any, label: str, seeds: Sequence[int], max_return: float) -> list[Check]:
-    """Ceiling and floor checks of one (task, harness) pair."""
+    """Ceiling and floor checks of one (task, harness) pair. An episode that raises fails the
+    check it was played for (named in the finding), and the other checks still run: a floor
+    policy that meets a crash (the random floor asks the oracle at every step) is not reported
+    as the ceiling's."""
     checks = []
     low = []
-    for seed in seeds:
-        ep = play(env, seed, _oracle)
-        if not (ep.success and ep.ret >= max_return - EPS):
-            low.append(f"seed {seed}: return {ep.ret:g}{f' ({_short(ep.verdict)})' if ep.verdict else ''}")
-    checks.append(
-        Check(
-            task_id,
-            label,
-            "ceiling",
-            FAIL if low else OK,
-            f"the own solution stays below the maximum {max_return:g}: " + "; ".join(low) if low else "",
+    try:
+        for seed in seeds:
+            ep = play(env, seed, _oracle)
+            if not (ep.success and ep.ret >= max_return - EPS):
+                why = f" ({_short(ep.verdict)})" if ep.verdict else ""
+                low.append(f"seed {seed}: return {ep.ret:g}{why}")
+    except Exception as err:  # one broken check is a finding, not the end of the pair
+        checks.append(_crashed(task_id, label, "ceiling", err, seed))
+    else:
+        checks.append(
+            Check(
+                task_id,
+                label,
+                "ceiling",
+                FAIL if low else OK,
+                f"the own solution stays below the maximum {max_return:g}: " + "; ".join(low) if low else "",
+            )
         )
-    )
     for name, policy in POLICIES.items():
         if name == "no-action" and _submit_action(env.task) is None:
             checks.append(Check(task_id, label, f"floor:{name}", NA, "the task has no submit action"))
             continue
         paid = []
-        for seed in seeds:
-            ep = play(env, seed, policy)
-            if _pays(ep, max_return):
-                paid.append(f"seed {seed}: return {ep.ret:g}, success {ep.success}")
+        try:
+            for seed in seeds:
+                ep = play(env, seed, policy)
+                if _pays(ep, max_return):
+                    paid.append(f"seed {seed}: return {ep.ret:g}, success {ep.success}")
+        except Exception as err:
+            checks.append(_crashed(task_id, label, f"floor:{name}", err, seed))
+            continue
         checks.append(
             Check(
                 task_id,
@@ -325,9 +337,11 @@ def validate_task(
     return checks
 
 
-def _crashed(task_id: str, label: str, check: str, err: Exception) -> Check:
-    """A check whose episode raised: a failure that names the error (the audit goes on)."""
-    return Check(task_id, label, check, FAIL, f"crashed: {type(err).__name__}: {_short(str(err))}")
+def _crashed(task_id: str, label: str, check: str, err: Exception, seed: int | None = None) -> Check:
+    """A check whose episode raised: a failure that names the error and, when known, the seed
+    (the audit goes on)."""
+    where = f" (seed {seed})" if seed is not None else ""
+    return Check(task_id, label, check, FAIL, f"crashed: {type(err).__name__}: {_short(str(err))}{where}")
 
 
 def _is_terminal(task: Task) -> bool:

@@ -525,10 +525,19 @@ def _by_id(fields: Fields, element_id: str) -> Node | None:
     "email-inbox-star-reply",
 )
 def email_inbox(fields: Fields) -> Action:
+    """Open the sender's email, then reply, forward, delete or star it.
+
+    Total over what play can leave on the page (``harness-gym validate``'s random floor asks
+    the oracle at every step): a reply or forward form the task does not want (or a reply to
+    someone else) is closed, another sender's email is left by the back arrow, and the search
+    view (which hides the inbox) is cancelled, as a user would, instead of raising."""
     instruction = fields["instruction"]
     sender, rest = re.match(r"Find the email by (.+?) and (.*)", instruction).groups()
     reply = _by_id(fields, "reply")
     if reply is not None:
+        to = find(walk([reply]), cls="reply-sender")
+        if "reply" not in rest or to is None or to.get("text") != sender:
+            return click(need(_by_id(fields, "close-reply"), "reply's close button"))
         text = quoted(instruction)[0]
         box = need(find(walk([reply]), tag="textarea"), "reply text")
         if box.get("value") != text:
@@ -536,6 +545,8 @@ def email_inbox(fields: Fields) -> Action:
         return click(need(_by_id(fields, "send-reply"), "send button"))
     forward = _by_id(fields, "forward")
     if forward is not None:
+        if "forward" not in rest:
+            return click(need(_by_id(fields, "close-forward"), "forward's close button"))
         to = re.search(r"forward that email to (.+?)\.?$", instruction).group(1)
         box = need(find(walk([forward]), cls="forward-sender"), "forward address")
         if box.get("value") != to:
@@ -553,6 +564,8 @@ def email_inbox(fields: Fields) -> Action:
         icon = "trash" if "trash" in rest or "delete" in rest else "star"
         return click(need(find(walk([email]), cls=icon), f"{icon} icon"))
     thread = find(fields, cls="email-sender", text=sender)
+    if thread is None and _by_id(fields, "search-cancel") is not None:  # the search view hides the inbox
+        return click(need(_by_id(fields, "search-cancel"), "search's back arrow"))
     return click(need(thread, f"email from {sender}"))
 
 
