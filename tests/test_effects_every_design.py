@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from effects_spaces import BINARY, MIXED, xml_and_yaml, xml_only
 
 from harness_gym.analysis.effects import (
     _lack_of_fit,
@@ -38,15 +39,6 @@ from harness_gym.analysis.effects import (
 from harness_gym.analysis.sweep.spec import select_design
 from harness_gym.core.space import HarnessSpace
 
-BINARY = HarnessSpace(
-    {
-        "obs_format": ["json", "yaml"],
-        "tool_style": ["json", "xml"],
-        "tool_naming": ["canonical", "opaque"],
-        "parser": ["strict", "lenient"],
-        "field_order": ["canonical", "reversed"],
-    }
-)
 THREE = HarnessSpace(
     {
         "obs_format": ["json", "xml", "yaml"],
@@ -55,25 +47,7 @@ THREE = HarnessSpace(
         "invalid_action": ["feedback", "end", "ignore"],
     }
 )
-MIXED = HarnessSpace(
-    {
-        "obs_format": ["json", "markdown", "xml", "yaml", "key_value", "html"],
-        "field_order": ["canonical", "reversed"],
-        "tool_style": ["json", "xml", "python", "command"],
-        "invalid_action": ["feedback", "end", "ignore"],
-        "parser": ["strict", "lenient"],
-    }
-)
 SPACES = {"binary": BINARY, "three": THREE, "mixed": MIXED}
-
-
-def xml_and_yaml(task: str, lv: dict) -> float:
-    """Interaction only: fails when tool_style = xml AND obs_format = yaml."""
-    return 0.1 if (lv.get("tool_style") == "xml" and lv.get("obs_format") == "yaml") else 0.8
-
-
-def xml_only(task: str, lv: dict) -> float:
-    return 0.3 if lv.get("tool_style") == "xml" else 0.7
 
 
 def instance_only(task: str, lv: dict) -> float:

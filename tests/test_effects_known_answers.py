@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from effects_spaces import BINARY, MIXED, xml_and_yaml, xml_only
 
 from harness_gym.analysis.effects import cluster_t, factor_effects, holm
 from harness_gym.analysis.sweep.spec import SweepError, SweepSpec
@@ -31,37 +32,8 @@ LATIN = HarnessSpace(
         "tool_naming": ["canonical", "synonyms", "opaque"],
     }
 )
-#: Five factors, mixed levels (the space of tests/test_effects.py).
-MIXED = HarnessSpace(
-    {
-        "obs_format": ["json", "markdown", "xml", "yaml", "key_value", "html"],
-        "field_order": ["canonical", "reversed"],
-        "tool_style": ["json", "xml", "python", "command"],
-        "invalid_action": ["feedback", "end", "ignore"],
-        "parser": ["strict", "lenient"],
-    }
-)
-#: Five two-level factors: the fold-over of its 8-run array is resolution IV.
-BINARY = HarnessSpace(
-    {
-        "obs_format": ["json", "yaml"],
-        "tool_style": ["json", "xml"],
-        "tool_naming": ["canonical", "opaque"],
-        "parser": ["strict", "lenient"],
-        "field_order": ["canonical", "reversed"],
-    }
-)
 
 P = Callable[[str, dict], float]  # (task, levels) -> success probability
-
-
-def xml_and_yaml(task: str, lv: dict) -> float:
-    """Fails only when tool_style = xml AND obs_format = yaml (an interaction, nothing else)."""
-    return 0.1 if (lv.get("tool_style") == "xml" and lv.get("obs_format") == "yaml") else 0.8
-
-
-def xml_only(task: str, lv: dict) -> float:
-    return 0.3 if lv.get("tool_style") == "xml" else 0.7
 
 
 def cancelling(task: str, lv: dict) -> float:

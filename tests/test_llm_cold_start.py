@@ -18,20 +18,17 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_stand_in import StandIn, chat_completion, send_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # a backlog for every connection in flight (the default 5 drops some)
-
-
-class Healthy:
+class Healthy(StandIn):
     """A server that answers every request right, and counts the chat requests."""
 
     def __init__(self) -> None:
@@ -42,43 +39,23 @@ class Healthy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def _send(self, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.endswith("/version"):
-                    return self._send({"version": "0.0.0-healthy"})
-                self._send({"object": "list", "data": [{"id": "m", "object": "model", "root": "/w"}]})
+                    return send_json(self, 200, {"version": "0.0.0-healthy"})
+                send_json(
+                    self, 200, {"object": "list", "data": [{"id": "m", "object": "model", "root": "/w"}]}
+                )
 
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with server._lock:
                     server.chats += 1
-                message = {"role": "assistant", "content": "hi"}
-                usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-                choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                            "choices": [choice], "usage": usage})  # fmt: skip
+                send_json(self, 200, chat_completion("m", "hi"))
 
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.http = _Server(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture

@@ -12,15 +12,15 @@ from __future__ import annotations
 import io
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import pytest
+from openai_stand_in import StandIn, chat_completion, send_json
 
 import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym.analysis.agent_spec import parse_agent
@@ -36,7 +36,7 @@ ENV = "harness_gym/ClickButton-Json-v0"
 # -- the fault stand-in ----------------------------------------------------------------------------
 
 
-class Server:
+class Server(StandIn):
     """Serves ``models`` (id -> extra /v1/models fields); ``mode``: ok | hang. While
     ``models_status`` is set, ``GET /v1/models`` answers that status (a server still starting)."""
 
@@ -47,26 +47,15 @@ class Server:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _send(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
             def do_GET(self) -> None:  # noqa: N802
                 server.listings += 1
                 if server.models_status is not None:
-                    return self._send(server.models_status, {"error": {"message": "starting"}})
+                    return send_json(self, server.models_status, {"error": {"message": "starting"}})
                 listed = [
                     {"id": k, "object": "model", "created": int(time.time()), **v}
                     for k, v in server.models.items()
                 ]
-                self._send(200, {"object": "list", "data": listed})
+                send_json(self, 200, {"object": "list", "data": listed})
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -75,27 +64,15 @@ class Server:
                     time.sleep(2.0)
                 if body.get("model") not in server.models:
                     msg = f"The model `{body.get('model')}` does not exist."
-                    return self._send(404, {"error": {"message": msg, "type": "NotFoundError", "code": 404}})
-                message = {"role": "assistant", "content": "hello"}
-                choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                 "choices": [choice], "usage": usage})  # fmt: skip
+                    return send_json(
+                        self, 404, {"error": {"message": msg, "type": "NotFoundError", "code": 404}}
+                    )
+                send_json(self, 200, chat_completion(body["model"], "hello", prompt_tokens=5))
 
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture
