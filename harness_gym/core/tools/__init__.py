@@ -5,8 +5,9 @@ one :class:`Tool` (:mod:`.tool`) per action it shows; each level of ``tool_style
 :class:`Style` (:mod:`.style`, which also declares the :class:`ToolboxView` a style sees),
 one module per built-in style, registered like a plugin's (:mod:`.registry`; a plugin may
 give a :class:`ToolStyle` of plain functions, :mod:`.plugin_style`). :func:`action_grammar`
-(:mod:`.toolbox_grammar`) writes one step's grammar through the toolbox's style. Adding a built-in style is one new module here,
-its import and its place in the registration tuple below (see docs/adding-a-factor.md).
+(:mod:`.toolbox_grammar`) writes one step's grammar through the toolbox's style. Adding a
+built-in style is one new module here, its import and its place in the registration tuple
+below (see docs/adding-a-factor.md).
 
 Every name this package had as one module (``harness_gym.core.tools``) is importable here.
 """
