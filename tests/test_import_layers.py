@@ -1,5 +1,6 @@
 """Imports point down the layers: core -> envs/wrappers/llm/multiagent/rollout ->
-baselines/train/analysis/integrations -> cli, with no import circle anywhere.
+baselines/train/analysis/integrations -> cli, with no import circle anywhere; and a
+package's ``__init__.py`` hands names on (at most :data:`MAX_INIT_LOGIC` lines of logic).
 
 The graph is read from the source with :mod:`ast`, so imports inside functions count too
 (they run at call time, and a circle through them is still a circle). Imports under
@@ -212,6 +213,84 @@ def test_no_circle_in_core_even_through_type_checking_imports() -> None:
     assert "harness_gym.core.grammar" in graph["harness_gym.core.tools.bracket_style"]
     assert "harness_gym.core.tools.style" in graph["harness_gym.core.tools.toolbox"]
     assert not any(m.startswith("harness_gym.core.tools") for m in graph["harness_gym.core.grammar"])
+
+
+#: A package's ``__init__.py`` hands names on; its logic lives in named modules. Lines of
+#: logic: non-blank, non-comment lines outside the module docstring, import statements and
+#: ``__all__``.
+MAX_INIT_LOGIC = 40
+#: ``__init__.py`` files allowed more, by name, each with why: none today.
+INIT_LOGIC_ALLOWED: dict[str, str] = {}
+
+
+def logic_lines(text: str) -> int:
+    """Lines of logic in a module's source (see :data:`MAX_INIT_LOGIC`)."""
+    tree = ast.parse(text)
+    skip: set[int] = set()
+    first = tree.body[0] if tree.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        skip.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        is_all = any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+        if is_all or isinstance(node, (ast.Import, ast.ImportFrom)):
+            assert isinstance(node, ast.stmt)
+            skip.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    lines = text.splitlines()
+    return sum(1 for i, line in enumerate(lines, 1) if i not in skip and line.strip()[:1] not in ("", "#"))
+
+
+def test_logic_lines_count_what_an_init_does_not_hand_on() -> None:
+    text = "\n".join(
+        [
+            '"""A package.',
+            "",
+            'More docstring."""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import os",
+            "from x import (",
+            "    a,",
+            "    b,",
+            ")",
+            "",
+            '__all__ = ["a",',
+            '    "b"]',
+            "# a comment",
+            "X = 1  # one line of logic",
+            "",
+            "def f() -> int:",
+            '    """Counted: a docstring inside is logic\'s."""',
+            "    import json  # an import inside is still an import",
+            "    return 2",
+        ]
+    )
+    assert logic_lines(text) == 4  # X =, def, its docstring, return
+    assert logic_lines("\n".join(f"V{i} = {i}" for i in range(41))) == 41
+
+
+def test_package_inits_hand_names_on() -> None:
+    found = {}
+    for path in sorted(ROOT.rglob("__init__.py")):
+        name = path.relative_to(ROOT.parent).as_posix()
+        n = logic_lines(path.read_text(encoding="utf-8"))
+        if n > MAX_INIT_LOGIC and name not in INIT_LOGIC_ALLOWED:
+            found[name] = n
+    stale = [name for name in INIT_LOGIC_ALLOWED if not (ROOT.parent / name).exists()]
+    assert not found, (
+        f"a package's __init__.py hands names on (at most {MAX_INIT_LOGIC} lines of logic); "
+        f"move the logic into named modules: {found}"
+    )
+    assert not stale, f"allowed in INIT_LOGIC_ALLOWED but gone: {stale}"
 
 
 def test_imports_point_down_the_layers() -> None:
