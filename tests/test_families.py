@@ -289,7 +289,7 @@ def test_per_tool_grammars_admit_typed_arguments(style: str) -> None:
 
     import jsonschema
 
-    from harness_gym.core.grammar import action_grammar
+    from harness_gym.core.tools import action_grammar
 
     bound = Harness(tool_style=style).bind(("x",), (REFUND,))
     actions = [

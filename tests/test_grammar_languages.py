@@ -1,7 +1,7 @@
 """Action grammars say what their parsers read: every legal reply matches its step's grammar
 (exact and per-tool alike), and every string a grammar admits parses, drawn with hypothesis
 from the regular expression (``from_regex(..., fullmatch=True)``) or the JSON schema
-(a small generator for the schema shapes :mod:`harness_gym.core.grammar` writes; the
+(a small generator for the schema shapes :mod:`harness_gym.core.tools.toolbox_grammar` writes; the
 ``hypothesis-jsonschema`` package does not run with the installed hypothesis), in every tool
 style, on both channels."""
 
@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness_gym import Harness, make_env
-from harness_gym.core.grammar import action_grammar
 from harness_gym.core.task import Action
-from harness_gym.core.tools import TOOL_STYLES, ActionError, Toolbox
+from harness_gym.core.tools import TOOL_STYLES, ActionError, Toolbox, action_grammar
 from harness_gym.envs.terminal.task import TERMINAL_ACTIONS
 from harness_gym.envs.web.base import WEB_ACTIONS
 from harness_gym.envs.web.tasks import WEB_TASKS

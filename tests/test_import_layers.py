@@ -1,9 +1,12 @@
 """Imports point down the layers: core -> envs/wrappers/llm/multiagent/rollout ->
-baselines/train/analysis/integrations -> cli, with no import circle anywhere.
+baselines/train/analysis/integrations -> cli, with no import circle anywhere; and a
+package's ``__init__.py`` hands names on (at most :data:`MAX_INIT_LOGIC` lines of logic).
 
 The graph is read from the source with :mod:`ast`, so imports inside functions count too
 (they run at call time, and a circle through them is still a circle). Imports under
-``if TYPE_CHECKING:`` never run: they count for the layer order but not for circles.
+``if TYPE_CHECKING:`` never run: they count for the layer order, and for circles only in
+``core/``, the bottom layer, which has none even through them (the type checker's view of a
+circle is still a circle to a reader).
 ``python tests/test_import_layers.py`` prints the circles and upward imports it finds.
 """
 
@@ -117,10 +120,11 @@ def upward_imports(graph: dict[str, dict[str, bool]]) -> list[str]:
     ]
 
 
-def circles(graph: dict[str, dict[str, bool]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), runtime imports only."""
+def circles(graph: dict[str, dict[str, bool]], typing: bool = False) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): runtime imports
+    only, or with ``typing`` the imports under ``if TYPE_CHECKING:`` too."""
     runtime = {
-        src: sorted(d for d, typing_only in targets.items() if not typing_only)
+        src: sorted(d for d, typing_only in targets.items() if typing or not typing_only)
         for src, targets in graph.items()
     }
     index: dict[str, int] = {}
@@ -179,11 +183,118 @@ def test_the_checks_find_a_planted_circle_and_upward_import() -> None:
     assert upward_imports(graph) == ["harness_gym.core.b (layer 0) imports harness_gym.analysis.x (layer 2)"]
     graph["harness_gym.core.b"]["harness_gym.core.a"] = True  # only for type checking: no circle
     assert circles(graph) == []
+    # ... but seen with them: b -> x (typing only) -> a -> b is one circle too
+    seen = [["harness_gym.analysis.x", "harness_gym.core.a", "harness_gym.core.b"]]
+    assert circles(graph, typing=True) == seen
 
 
 def test_no_import_circle() -> None:
     found = circles(edges())
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+#: Circles outside core/ that only type checkers see (imports under ``if TYPE_CHECKING:``),
+#: allowed by name so that a new one fails; remove one when it is gone. core/ may have none.
+KNOWN_TYPING_CIRCLES: list[list[str]] = [
+    # The verifier's sandbox is typed as the Sandbox that runs it (envs/terminal split, 2026-12).
+    ["harness_gym.envs.terminal.sandbox", "harness_gym.envs.terminal.sandbox_verifier"],
+]
+
+
+def test_no_circle_in_core_even_through_type_checking_imports() -> None:
+    """grammar.py and the tool styles, the styles and the toolbox, once imported each other
+    (13 modules, through ``if TYPE_CHECKING:``); now the grammar's primitives sit below the
+    styles, the styles see the toolbox through ``ToolboxView`` and the toolbox's grammar
+    assembly is in the tools package (``tools/toolbox_grammar.py``)."""
+    found = circles(edges(), typing=True)
+    in_core = [c for c in found if any(m.startswith(f"{PACKAGE}.core") for m in c)]
+    assert not in_core, "import circles in core/:\n" + "\n".join(" <-> ".join(c) for c in in_core)
+    new = [c for c in found if c not in KNOWN_TYPING_CIRCLES]
+    assert not new, "new import circles (through TYPE_CHECKING imports):\n" + "\n".join(
+        " <-> ".join(c) for c in new
+    )
+    graph = edges()  # the tools the circle ran through are still there, one way round
+    assert "harness_gym.core.grammar" in graph["harness_gym.core.tools.bracket_style"]
+    assert "harness_gym.core.tools.style" in graph["harness_gym.core.tools.toolbox"]
+    assert not any(m.startswith("harness_gym.core.tools") for m in graph["harness_gym.core.grammar"])
+
+
+#: A package's ``__init__.py`` hands names on; its logic lives in named modules. Lines of
+#: logic: non-blank, non-comment lines outside the module docstring, import statements and
+#: ``__all__``.
+MAX_INIT_LOGIC = 40
+#: ``__init__.py`` files allowed more, by name, each with why: none today.
+INIT_LOGIC_ALLOWED: dict[str, str] = {}
+
+
+def logic_lines(text: str) -> int:
+    """Lines of logic in a module's source (see :data:`MAX_INIT_LOGIC`)."""
+    tree = ast.parse(text)
+    skip: set[int] = set()
+    first = tree.body[0] if tree.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        skip.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        is_all = any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+        if is_all or isinstance(node, (ast.Import, ast.ImportFrom)):
+            assert isinstance(node, ast.stmt)
+            skip.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    lines = text.splitlines()
+    return sum(1 for i, line in enumerate(lines, 1) if i not in skip and line.strip()[:1] not in ("", "#"))
+
+
+def test_logic_lines_count_what_an_init_does_not_hand_on() -> None:
+    text = "\n".join(
+        [
+            '"""A package.',
+            "",
+            'More docstring."""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import os",
+            "from x import (",
+            "    a,",
+            "    b,",
+            ")",
+            "",
+            '__all__ = ["a",',
+            '    "b"]',
+            "# a comment",
+            "X = 1  # one line of logic",
+            "",
+            "def f() -> int:",
+            '    """Counted: a docstring inside is logic\'s."""',
+            "    import json  # an import inside is still an import",
+            "    return 2",
+        ]
+    )
+    assert logic_lines(text) == 4  # X =, def, its docstring, return
+    assert logic_lines("\n".join(f"V{i} = {i}" for i in range(41))) == 41
+
+
+def test_package_inits_hand_names_on() -> None:
+    found = {}
+    for path in sorted(ROOT.rglob("__init__.py")):
+        name = path.relative_to(ROOT.parent).as_posix()
+        n = logic_lines(path.read_text(encoding="utf-8"))
+        if n > MAX_INIT_LOGIC and name not in INIT_LOGIC_ALLOWED:
+            found[name] = n
+    stale = [name for name in INIT_LOGIC_ALLOWED if not (ROOT.parent / name).exists()]
+    assert not found, (
+        f"a package's __init__.py hands names on (at most {MAX_INIT_LOGIC} lines of logic); "
+        f"move the logic into named modules: {found}"
+    )
+    assert not stale, f"allowed in INIT_LOGIC_ALLOWED but gone: {stale}"
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -197,6 +308,9 @@ if __name__ == "__main__":
     found_upward = upward_imports(graph)
     for component in found_circles:
         print("circle:", " <-> ".join(component))
+    for component in circles(graph, typing=True):
+        if component not in found_circles:
+            print("circle through TYPE_CHECKING imports:", " <-> ".join(component))
     for line in found_upward:
         print("upward:", line)
     print(f"{len(graph)} modules, {len(found_circles)} import circles, {len(found_upward)} upward imports")

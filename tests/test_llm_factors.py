@@ -129,7 +129,7 @@ def test_grammar_accepts_exactly_the_legal_actions(task: str, style: str, channe
 
 
 def test_grammar_falls_back_to_per_tool_when_there_are_many_actions() -> None:
-    from harness_gym.core.grammar import action_grammar
+    from harness_gym.core.tools import action_grammar
 
     env = _env("BookFlight", tool_style="python").unwrapped
     env.reset(seed=0)

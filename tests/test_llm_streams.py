@@ -317,7 +317,7 @@ def test_lm_cells_on_ray_give_the_rows_of_a_local_run_and_resume(
     spec = _lm_spec(urls)
     local = run_sweep(spec, tmp_path / "local", workers=0, progress=False)
     sent = sum(s.count for s in servers)
-    import harness_gym.analysis.sweep as sweep_module
+    import harness_gym.analysis.sweep.run as sweep_module
 
     def not_here(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("language-model cells ran in the sweep's process, not on Ray")
@@ -465,7 +465,7 @@ def test_lm_sweep_on_ray_against_vllm_and_a_failing_endpoint(
     import ray
     from test_llm_faults import slow
 
-    import harness_gym.analysis.sweep as sweep_module
+    import harness_gym.analysis.sweep.run as sweep_module
     from harness_gym.analysis.sweep import SweepSpec, load_rows, run_sweep
 
     def spec(urls: str) -> SweepSpec:

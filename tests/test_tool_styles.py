@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 from harness_gym import Harness, make_env
 from harness_gym.core import plugins
-from harness_gym.core.grammar import action_grammar
 from harness_gym.core.task import Action
 from harness_gym.core.tools import (
     _ALL_STYLES,
@@ -33,6 +32,7 @@ from harness_gym.core.tools import (
     StyleNotImplemented,
     Toolbox,
     ToolStyle,
+    action_grammar,
     get_style,
     register_tool_style,
 )

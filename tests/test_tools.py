@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from harness_gym.core.task import Action
@@ -30,12 +31,38 @@ actions = st.one_of(
 )
 
 
+#: A last argument holding ``]`` then ``[`` reads, in the bracket style, as one more [group]
+#: (``type [0] [][]`` is ``type [0] [] []`` less a space): such a text cannot be written there.
+_BRACKET_REGROUP = re.compile(r"\][ \t]*\[")
+
+
+def _writable(style: str, action: Action) -> bool:
+    last = action.args[-1][1] if action.args else ""
+    return not (style == "bracket" and isinstance(last, str) and _BRACKET_REGROUP.search(last))
+
+
 @pytest.mark.parametrize(("style", "naming", "parser"), COMBOS)
 @settings(max_examples=150, deadline=None)
 @given(action=actions)
 def test_round_trip_of_any_action(style: str, naming: str, parser: str, action: Action) -> None:
+    # Hypothesis draws strings from the constants of the package's own source too, so which
+    # texts it tries shifts with any change of the code; the one texts no change can make
+    # round-trip are left out here and pinned below.
+    assume(_writable(style, action))
     tb = box(style, naming, parser)
     assert tb.parse(tb.format(action)) == action
+
+
+@pytest.mark.parametrize("text", ["][", "a] [b", "x]\t[", "] ["])
+def test_bracket_reads_a_closed_and_reopened_last_argument_as_an_extra_group(text: str) -> None:
+    tb = box("bracket")
+    action = Action.of("type", ref=0, text=text)
+    assert not _writable("bracket", action)
+    with pytest.raises(ActionError) as err:
+        tb.parse(tb.format(action))
+    assert err.value.kind == "extra_argument"
+    fine = Action.of("type", ref=0, text="a]b[c")  # ] and [ with text between: written
+    assert _writable("bracket", fine) and tb.parse(tb.format(fine)) == fine
 
 
 @pytest.mark.parametrize(("style", "naming", "parser"), COMBOS)

@@ -18,9 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.grammar import action_grammar
 from harness_gym.core.task import Action, ActionSpec, Param
-from harness_gym.core.tools import ActionError, Toolbox
+from harness_gym.core.tools import ActionError, Toolbox, action_grammar
 from harness_gym.envs.terminal.task import TERMINAL_ACTIONS
 from harness_gym.envs.web.base import WEB_ACTIONS
 

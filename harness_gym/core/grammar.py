@@ -1,11 +1,12 @@
 """Action grammars: the language of one step's valid replies, for constrained decoding.
 
 A server with structured outputs (vLLM's ``json`` / ``regex`` structured outputs) can be told
-to sample only strings in a grammar. :func:`action_grammar` writes, for one step, a grammar
-whose language is exactly the legal actions as the harness writes them: a JSON schema when
-the reply is a call object (the ``json`` tool style, or any style on the ``native`` channel,
-whose reply is ``{"name": ..., "arguments": {...}}``), a regular expression otherwise. With
-it, format errors are impossible and what is left of the mismatch is the agent's choice.
+to sample only strings in a grammar. :func:`~harness_gym.core.tools.toolbox_grammar.
+action_grammar` writes, for one step, a grammar whose language is exactly the legal actions
+as the harness writes them: a JSON schema when the reply is a call object (the ``json`` tool
+style, or any style on the ``native`` channel, whose reply is ``{"name": ..., "arguments":
+{...}}``), a regular expression otherwise. With it, format errors are impossible and what is
+left of the mismatch is the agent's choice.
 
 When a step has more legal actions than ``max_alternatives`` (or lists none), the grammar is
 per tool instead (tool names and typed arguments, strings bounded by ``max_string``): every
@@ -13,18 +14,16 @@ valid action still matches, but so do some illegal ones, and :attr:`ActionGramma
 says so. Per-tool or exact, every string a grammar admits parses (an illegal action is a
 legal reply's shape with other values, never a format error); JSON schemas count ``2.0`` as
 the integer 2, and so do the parsers.
+
+This module holds what lies below the tool styles: :class:`ActionGrammar` and the building
+blocks of the styles' patterns. The toolbox's assembly of a step's grammar from its style
+lives in the tools package (:mod:`harness_gym.core.tools.toolbox_grammar`), above the styles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from harness_gym.core.task import Action
-
-if TYPE_CHECKING:
-    from harness_gym.core.tools import Toolbox
+from typing import Any
 
 #: Regex metacharacters escaped in literal alternatives (a portable subset: no ``\\ `` escapes
 #: of ordinary characters, which some grammar engines reject).
@@ -73,41 +72,6 @@ def regex_literal(text: str) -> str:
     return "".join(out)
 
 
-def action_grammar(
-    toolbox: Toolbox,
-    actions: Sequence[Action],
-    *,
-    native: bool = False,
-    max_alternatives: int = 256,
-    max_string: int = 200,
-) -> ActionGrammar:
-    """The grammar of replies that write one of ``actions`` through ``toolbox``.
-
-    The toolbox's style writes it (:meth:`~harness_gym.core.tools.style.Style.grammar`); on
-    the native channel the reply is a call object, so the ``json`` style does.
-    """
-    exposed = [a for a in actions if a.name in {t.spec.name for t in toolbox.tools}]
-    exact = 0 < len(exposed) <= max_alternatives
-    style = toolbox.native_syntax if native else toolbox.syntax
-    kind, value = style.grammar(toolbox, exposed, exact, max_string)
-    return ActionGrammar(kind, value, exact, len(exposed))
-
-
-def bounded_arguments(toolbox: Toolbox, tool: Any, max_string: int) -> dict[str, Any]:
-    """The tool's argument schema with every string bounded to ``max_string`` characters
-    (and to the style's ``native_string_pattern``, where it cannot write every string)."""
-    args = toolbox.json_schema(tool)
-    pattern = toolbox.syntax.native_string_pattern
-    for prop in args["properties"].values():
-        if prop.get("type") == "string":
-            prop["maxLength"] = max_string
-            if pattern is not None:
-                prop["pattern"] = pattern
-        else:
-            prop["minimum"], prop["maximum"] = -_INT_BOUND, _INT_BOUND
-    return args
-
-
 # -- building blocks of the styles' per-tool patterns ---------------------------------------
 
 #: An integer as the text styles read it (``[+-]?`` digits, at most 18) and as Python does
@@ -118,7 +82,7 @@ INT_PYTHON = r"-?(0|[1-9][0-9]{0,17})"
 #: which Python rejects or warns about).
 _PY_ESCAPE = r"\\([\\'\"abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U000[0-9a-fA-F]{5}|U0010[0-9a-fA-F]{4})"
 #: Integer bounds of per-tool JSON schemas: the 18 digits every parser reads as an integer.
-_INT_BOUND = 10**18 - 1
+INT_BOUND = 10**18 - 1
 
 
 def python_string(n: int) -> str:

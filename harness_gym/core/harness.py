@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.formats import FORMATS, HISTORY_FIELD, HISTORY_SPLICES, RENDERERS
-from harness_gym.core.grammar import ActionGrammar, action_grammar
+from harness_gym.core.grammar import ActionGrammar
 from harness_gym.core.task import Action, ActionSpec
 from harness_gym.core.tools import (
     STYLE_LEVELS,
@@ -28,6 +28,7 @@ from harness_gym.core.tools import (
     TOOL_NAMINGS,
     ActionError,
     Toolbox,
+    action_grammar,
     preview,
     reserved_word,
 )

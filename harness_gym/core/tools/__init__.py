@@ -1,10 +1,13 @@
 """Tools: how canonical actions are named, described, written and parsed under a harness.
 
-A :class:`Toolbox` (:mod:`.toolbox`) binds a task's canonical actions to the tool factors;
-each level of ``tool_style`` is a :class:`Style` (:mod:`.style`), one module per built-in
-style, registered like a plugin's (:mod:`.registry`; a plugin may give a :class:`ToolStyle`
-of plain functions, :mod:`.plugin_style`). Adding a built-in style is one new module here,
-its import and its place in the registration tuple below (see docs/adding-a-factor.md).
+A :class:`Toolbox` (:mod:`.toolbox`) binds a task's canonical actions to the tool factors,
+one :class:`Tool` (:mod:`.tool`) per action it shows; each level of ``tool_style`` is a
+:class:`Style` (:mod:`.style`, which also declares the :class:`ToolboxView` a style sees),
+one module per built-in style, registered like a plugin's (:mod:`.registry`; a plugin may
+give a :class:`ToolStyle` of plain functions, :mod:`.plugin_style`). :func:`action_grammar`
+(:mod:`.toolbox_grammar`) writes one step's grammar through the toolbox's style. Adding a
+built-in style is one new module here, its import and its place in the registration tuple
+below (see docs/adding-a-factor.md).
 
 Every name this package had as one module (``harness_gym.core.tools``) is importable here.
 """
@@ -31,8 +34,10 @@ from harness_gym.core.tools.registry import (
     reserved_word,
     seal_builtin_styles,
 )
-from harness_gym.core.tools.style import Style, StyleNotImplemented
-from harness_gym.core.tools.toolbox import SYNONYMS, TOOL_DESCRIPTIONS, TOOL_NAMINGS, Tool, Toolbox
+from harness_gym.core.tools.style import Style, StyleNotImplemented, ToolboxView
+from harness_gym.core.tools.tool import Tool
+from harness_gym.core.tools.toolbox import SYNONYMS, TOOL_DESCRIPTIONS, TOOL_NAMINGS, Toolbox
+from harness_gym.core.tools.toolbox_grammar import action_grammar
 from harness_gym.core.tools.xml_style import XML
 
 # The built-in styles, in level order: registered as a plugin's are.
@@ -72,6 +77,8 @@ __all__ = [
     "Tool",
     "ToolStyle",
     "Toolbox",
+    "ToolboxView",
+    "action_grammar",
     "dump_json",
     "get_style",
     "json_integer",

@@ -14,7 +14,8 @@ from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 _BRACKET_NAME = re.compile(r"[^\s\[\]]+")
 _BRACKET_STOP = re.compile(r"[\]\n]")
@@ -38,7 +39,7 @@ class BracketStyle(Style):
     def write(self, tool: str, pairs: Sequence[tuple[str, Any]]) -> str:
         return " ".join([tool, *(f"[{v}]" for _, v in pairs)])
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         if not isinstance(arguments, dict):
             return f"{name} [{unparsed(arguments)}"
         pairs = toolbox.positional(name, arguments)
@@ -46,7 +47,7 @@ class BracketStyle(Style):
             return f"{name} [{dump_json(arguments)}"
         return " ".join([name, *(f"[{written_value(v)}]" for _, v in pairs)])
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         """Each argument in brackets; the last runs to the last ``]`` (as WebArena's own
         regexes read ``type [id] [text]``), so it may hold ``]`` (unless what it holds is
         further actions: :meth:`check_whole` answers ``multiple_actions``)."""
@@ -94,7 +95,7 @@ class BracketStyle(Style):
             )
         return toolbox.build(tool, dict(zip(tool.arg_names, values)), from_text=True)
 
-    def check_whole(self, toolbox: Toolbox, text: str, action: Action) -> None:
+    def check_whole(self, toolbox: ToolboxView, text: str, action: Action) -> None:
         """``multiple_actions`` when the last argument (which runs to the last ``]``)
         swallowed further actions: ``type [2] [Iris]\\nclick [3]``."""
         if text.count("]") <= len(toolbox.by_canonical[action.name].arg_names):
@@ -143,7 +144,7 @@ class BracketStyle(Style):
                 pos = m.end()
         return spans
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         text = f"{BRACKET_TEXT}{{0,{max_string}}}"
         values = "".join(
             f" \\[({INT_TEXT if p.type == 'int' else typed(p, text, json_string(max_string), INT_TEXT)})\\]"

@@ -15,7 +15,8 @@ from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 _SHELL_SAFE = re.compile(r"[\w@%+=:,./-]+\Z", re.ASCII)
 
@@ -38,7 +39,7 @@ class CommandStyle(Style):
         parts = [tool] + [str(v) if isinstance(v, int) else shell_quote(v) for _, v in pairs]
         return " ".join(parts)
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         if not isinstance(arguments, dict):
             # Not an object: written so that the parser reports a malformed call.
             return f"{name} {shell_quote(unparsed(arguments))} '"
@@ -51,7 +52,7 @@ class CommandStyle(Style):
         ]
         return " ".join([shell_quote(name), *values])
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         try:
             tokens = split_command(text)
         except ValueError as err:
@@ -68,7 +69,7 @@ class CommandStyle(Style):
             )
         return toolbox.build(tool, dict(zip(tool.arg_names, values)), from_text=True)
 
-    def count_actions(self, toolbox: Toolbox, text: str) -> int:
+    def count_actions(self, toolbox: ToolboxView, text: str) -> int:
         """How many complete commands a line holds (``click 1 click 2`` is 2)."""
         try:
             tokens = split_command(text.strip().lstrip("$> ").strip("`"))
@@ -110,7 +111,7 @@ class CommandStyle(Style):
             pos = end + 1
         return spans
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         """A string is a bare shell-safe word or single-quoted pieces joined by ``"'"`` (at
         most 8 quotes in a string)."""
         n = max_string

@@ -6,15 +6,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness_gym.core.grammar import bounded_arguments
 from harness_gym.core.tools.errors import ActionError, preview
 from harness_gym.core.tools.json_style import object_spans, one_of
 from harness_gym.core.tools.json_text import dump_json, load_reply
 from harness_gym.core.tools.style import Style
+from harness_gym.core.tools.toolbox_grammar import bounded_arguments
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 #: The key that names the tool in a ``json_flat`` call (MiniWoB++'s action dict); no argument
 #: may take this name.
@@ -32,13 +33,13 @@ class JsonFlatStyle(Style):
     def write(self, tool: str, pairs: Sequence[tuple[str, Any]]) -> str:
         return json.dumps({FLAT_KEY: tool, **dict(pairs)}, ensure_ascii=False)
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         if not isinstance(arguments, dict) or FLAT_KEY in arguments:
             # Not an object of arguments: written so that the parser reports it.
             return dump_json({FLAT_KEY: name, "arguments": arguments})
         return dump_json({FLAT_KEY: name, **arguments})
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         data = load_reply(text, toolbox.lenient)
         if not isinstance(data, dict) or FLAT_KEY not in data:
             raise ActionError(
@@ -51,7 +52,7 @@ class JsonFlatStyle(Style):
         return object_spans(text)
 
     def grammar(
-        self, toolbox: Toolbox, actions: Sequence[Action], exact: bool, max_string: int
+        self, toolbox: ToolboxView, actions: Sequence[Action], exact: bool, max_string: int
     ) -> tuple[str, Any]:
         """A JSON schema: the action dicts of ``actions``, or each tool's typed dicts."""
         if exact:
@@ -70,7 +71,7 @@ def flat_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def flat_tool_schema(toolbox: Toolbox, tool: Tool, max_string: int) -> dict[str, Any]:
+def flat_tool_schema(toolbox: ToolboxView, tool: Tool, max_string: int) -> dict[str, Any]:
     args = bounded_arguments(toolbox, tool, max_string)
     return {
         "type": "object",

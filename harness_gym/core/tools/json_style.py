@@ -7,15 +7,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness_gym.core.grammar import bounded_arguments
 from harness_gym.core.tools.errors import ActionError, preview
 from harness_gym.core.tools.json_text import DuplicateKeyError, dump_json, load_json, load_reply
 from harness_gym.core.tools.scan import balanced_end
 from harness_gym.core.tools.style import Style
+from harness_gym.core.tools.toolbox_grammar import bounded_arguments
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 
 def object_spans(text: str) -> list[tuple[int, int]]:
@@ -44,10 +45,10 @@ class JsonStyle(Style):
     def write(self, tool: str, pairs: Sequence[tuple[str, Any]]) -> str:
         return json.dumps({"name": tool, "arguments": dict(pairs)}, ensure_ascii=False)
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         return dump_json({"name": name, "arguments": arguments})
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         data = load_reply(text, toolbox.lenient)
         if not isinstance(data, dict) or "name" not in data:
             raise ActionError(
@@ -78,7 +79,7 @@ class JsonStyle(Style):
         return object_spans(text)
 
     def grammar(
-        self, toolbox: Toolbox, actions: Sequence[Action], exact: bool, max_string: int
+        self, toolbox: ToolboxView, actions: Sequence[Action], exact: bool, max_string: int
     ) -> tuple[str, Any]:
         """A JSON schema: the call objects of ``actions``, or each tool's typed calls."""
         if exact:
@@ -106,7 +107,7 @@ def call_schema(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def tool_schema(toolbox: Toolbox, tool: Tool, max_string: int) -> dict[str, Any]:
+def tool_schema(toolbox: ToolboxView, tool: Tool, max_string: int) -> dict[str, Any]:
     """The schema of one tool's call objects, strings bounded by ``max_string``."""
     args = bounded_arguments(toolbox, tool, max_string)
     return {

@@ -14,7 +14,8 @@ from harness_gym.core.tools.scan import COMMAND_PREFIX
 from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class PluginStyle(Style):
     def write(self, tool: str, pairs: Sequence[tuple[str, Any]]) -> str:
         return self.declared.write(tool, pairs)
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         try:
             name, given = self.declared.read(text)
         except ActionError:
@@ -104,7 +105,7 @@ class PluginStyle(Style):
                 pos = end
         return spans
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         if self.declared.pattern is None:
             return super().tool_pattern(toolbox, tool, max_string)
         return self.declared.pattern(tool.name, list(zip(tool.arg_names, tool.params)), max_string)

@@ -13,7 +13,8 @@ from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 
 class PythonPositionalStyle(Style):
@@ -27,17 +28,17 @@ class PythonPositionalStyle(Style):
     def write(self, tool: str, pairs: Sequence[tuple[str, Any]]) -> str:
         return f"{tool}({', '.join(repr(str(v)) for _, v in pairs)})"
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         return write_keyword_call(name, arguments)
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         """Positional (or keyword) arguments; ids may be strings."""
         return read_call(toolbox, text, positional=True)
 
     def spans(self, text: str, tools: Mapping[str, Tool]) -> list[tuple[int, int]]:
         return call_spans(text, tools)
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         number = f"('{INT_TEXT}'|\"{INT_TEXT}\")"  # an id written as a string, e.g. '12'
         values = ", ".join(number if p.type == "int" else python_string(max_string) for p in tool.params)
         return f"{regex_literal(tool.name)}\\({values}\\)"

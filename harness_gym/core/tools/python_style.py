@@ -16,7 +16,8 @@ from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 
 def call_spans(text: str, tools: Mapping[str, Tool]) -> list[tuple[int, int]]:
@@ -41,7 +42,7 @@ def write_keyword_call(name: str, arguments: Any) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
 
 
-def read_call(toolbox: Toolbox, text: str, positional: bool) -> Action:
+def read_call(toolbox: ToolboxView, text: str, positional: bool) -> Action:
     """One Python call of a tool; ``positional``: arguments may be given in order, and
     string values of integer arguments are read as integers."""
     try:
@@ -109,16 +110,16 @@ class PythonStyle(Style):
         inner = ", ".join(f"{k}={v!r}" for k, v in pairs)
         return f"{tool}({inner})"
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         return write_keyword_call(name, arguments)
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         return read_call(toolbox, text, positional=False)
 
     def spans(self, text: str, tools: Mapping[str, Tool]) -> list[tuple[int, int]]:
         return call_spans(text, tools)
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         string = python_string(max_string)
         args = ", ".join(
             f"{regex_literal(a)}=({typed(p, string, string, INT_PYTHON)})"

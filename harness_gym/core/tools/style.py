@@ -11,18 +11,55 @@ The :class:`~harness_gym.core.tools.toolbox.Toolbox` does what is common to all 
 (names, argument checks and types, the search over spans, memoized writing); a style only
 knows its syntax. A style that lacks a part raises :class:`StyleNotImplemented` naming it,
 never falls back to another style's syntax.
+
+What a style may ask of the toolbox is :class:`ToolboxView`, declared here so that the styles
+sit below the toolbox (which imports them through the registry) without importing it back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_gym.core.grammar import regex_literal
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.errors import ActionError
+    from harness_gym.core.tools.tool import Tool
+
+
+class ToolboxView(Protocol):
+    """The part of a :class:`~harness_gym.core.tools.toolbox.Toolbox` a style uses: its tools
+    and names, its style, the argument checks that build a canonical action, and the writing
+    and span search it does for every style."""
+
+    tools: tuple[Tool, ...]
+    by_name: dict[str, Tool]
+    by_canonical: dict[str, Tool]
+    syntax: Style
+    lenient: bool
+
+    @property
+    def native_syntax(self) -> Style: ...
+
+    def json_schema(self, tool: Tool) -> dict[str, Any]: ...
+
+    def format(self, action: Action) -> str: ...
+
+    def call(self, action: Action) -> tuple[str, dict[str, Any]]: ...
+
+    def positional(self, name: str, arguments: dict[str, Any]) -> list[tuple[str, Any]] | None: ...
+
+    def tool_named(self, name: Any) -> Tool: ...
+
+    def build(self, tool: Tool, given: dict[str, Any], from_text: bool) -> Action: ...
+
+    def try_read(self, text: str) -> bool: ...
+
+    def multiple(self, count: int) -> ActionError: ...
+
+    def spans(self, text: str) -> list[tuple[int, int, bool]]: ...
 
 
 class StyleNotImplemented(NotImplementedError):
@@ -68,7 +105,7 @@ class Style:
         """One call of ``tool`` with ``(argument, value)`` pairs, in the tool's order."""
         raise self._not_implemented("write", "override Style.write")
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         """A model's native call written in this style, unchecked: anything wrong (an unknown
         tool, arguments that are not an object) is written so that :meth:`read` reports it."""
         if not isinstance(arguments, dict):
@@ -77,7 +114,7 @@ class Style:
 
     # -- reading ------------------------------------------------------------------------
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         """The one action ``text`` (stripped) writes, built with ``toolbox.build``, or an
         :class:`~harness_gym.core.tools.errors.ActionError`."""
         raise self._not_implemented("read", "override Style.read")
@@ -87,10 +124,10 @@ class Style:
         left to right, in time linear in the text; ``tools`` maps shown names to tools."""
         raise self._not_implemented("spans", "override Style.spans")
 
-    def check_whole(self, toolbox: Toolbox, text: str, action: Action) -> None:
+    def check_whole(self, toolbox: ToolboxView, text: str, action: Action) -> None:
         """Raise ``multiple_actions`` when a reply read whole as ``action`` holds several."""
 
-    def count_actions(self, toolbox: Toolbox, text: str) -> int:
+    def count_actions(self, toolbox: ToolboxView, text: str) -> int:
         """How many whole actions a reply that read as one with extra arguments holds (0: not
         a sequence of actions)."""
         return 0
@@ -98,7 +135,7 @@ class Style:
     # -- grammar ------------------------------------------------------------------------
 
     def grammar(
-        self, toolbox: Toolbox, actions: Sequence[Action], exact: bool, max_string: int
+        self, toolbox: ToolboxView, actions: Sequence[Action], exact: bool, max_string: int
     ) -> tuple[str, Any]:
         """``(kind, value)`` of the grammar of replies: exactly ``actions`` as written when
         ``exact``, else each tool's calls (:meth:`tool_pattern`). Kind ``"regex"`` or
@@ -109,7 +146,7 @@ class Style:
             pattern = "|".join(self.tool_pattern(toolbox, tool, max_string) for tool in toolbox.tools)
         return "regex", f"({pattern})"
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         """A regular expression of ``tool``'s calls in this style (strings of at most
         ``max_string`` characters); every string it matches must parse."""
         raise self._not_implemented(

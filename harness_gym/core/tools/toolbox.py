@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -30,6 +29,7 @@ from harness_gym.core.tools.json_text import (
 from harness_gym.core.tools.registry import get_style
 from harness_gym.core.tools.scan import fences, only_separators
 from harness_gym.core.tools.style import Style
+from harness_gym.core.tools.tool import Tool
 
 TOOL_NAMINGS = ("canonical", "synonyms", "opaque")
 TOOL_DESCRIPTIONS = ("full", "terse", "none")
@@ -67,21 +67,6 @@ def _synonym(name: str, is_tool: bool) -> str:
 def _terse(description: str) -> str:
     first = description.split(".")[0].strip()
     return first[:40]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One tool as a harness shows it: display names bound to a canonical action spec."""
-
-    spec: ActionSpec
-    name: str
-    arg_names: tuple[str, ...]
-    description: str
-    arg_descriptions: tuple[str, ...]
-
-    @property
-    def params(self) -> tuple[Param, ...]:
-        return self.spec.params
 
 
 class Toolbox:

@@ -15,7 +15,8 @@ from harness_gym.core.tools.style import Style
 
 if TYPE_CHECKING:
     from harness_gym.core.task import Action
-    from harness_gym.core.tools.toolbox import Tool, Toolbox
+    from harness_gym.core.tools.style import ToolboxView
+    from harness_gym.core.tools.tool import Tool
 
 _XML_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)>")
 _XML_ENTITY = re.compile(r"&(#x[0-9A-Fa-f]{1,6}|#\d{1,7}|lt|gt|amp|quot|apos);")
@@ -56,13 +57,13 @@ class XmlStyle(Style):
         inner = "".join(f"<{k}>{xml_escape(str(v))}</{k}>" for k, v in pairs)
         return f"<{tool}>{inner}</{tool}>"
 
-    def write_call(self, toolbox: Toolbox, name: str, arguments: Any) -> str:
+    def write_call(self, toolbox: ToolboxView, name: str, arguments: Any) -> str:
         if not isinstance(arguments, dict):
             return f"<{name}>{xml_escape(unparsed(arguments))}"
         inner = "".join(f"<{k}>{xml_escape(text_value(v))}</{k}>" for k, v in arguments.items())
         return f"<{name}>{inner}</{name}>"
 
-    def read(self, toolbox: Toolbox, text: str) -> Action:
+    def read(self, toolbox: ToolboxView, text: str) -> Action:
         text = text.strip()
         head = _XML_OPEN.match(text)
         if head is None or not text.endswith(f"</{head.group(1)}>"):
@@ -112,7 +113,7 @@ class XmlStyle(Style):
             pos = end
         return spans
 
-    def tool_pattern(self, toolbox: Toolbox, tool: Tool, max_string: int) -> str:
+    def tool_pattern(self, toolbox: ToolboxView, tool: Tool, max_string: int) -> str:
         name = regex_literal(tool.name)
         body = "".join(
             f"<{regex_literal(a)}>({INT_TEXT if p.type == 'int' else f'{_XML_CHAR}{{0,{max_string}}}'})"
