@@ -216,3 +216,19 @@ def test_a_terminal_reply_grammar_after_the_episode_is_not_an_empty_exact_patter
         run = Action.of("run", command="ls")
         listed = bound.grammar([run])
         assert listed.exact and re.fullmatch(listed.value, bound.format_action(run))
+
+
+def test_the_xml_grammar_admits_no_character_reference_the_parser_refuses() -> None:
+    """Every code point's hex reference is admitted but the surrogates' (the parser refuses a
+    lone surrogate), and nothing past U+10FFFF; decimal references stop below the surrogates."""
+    import re
+
+    from harness_gym.core.tools.xml_style import _XML_CHAR
+
+    char = re.compile(_XML_CHAR)
+    for code in [*range(0xD700, 0xE100), *range(0, 0x110000, 4093), 0xFFFF, 0x10000, 0x10FFFF]:
+        assert bool(char.fullmatch(f"&#x{code:x};")) == (not 0xD800 <= code <= 0xDFFF), hex(code)
+        assert bool(char.fullmatch(f"&#X{code:X};".replace("&#X", "&#x"))) == (not 0xD800 <= code <= 0xDFFF)
+    for refused in ("&#x110000;", "&#x00D800;", "&#55296;", "&#1114112;"):
+        assert not char.fullmatch(refused), refused
+    assert char.fullmatch("&#9999;") and char.fullmatch("&amp;") and char.fullmatch("a")

@@ -21,8 +21,16 @@ if TYPE_CHECKING:
 _XML_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)>")
 _XML_ENTITY = re.compile(r"&(#x[0-9A-Fa-f]{1,6}|#\d{1,7}|lt|gt|amp|quot|apos);")
 _XML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+#: A character reference the parser turns into a character it accepts: any code point up to
+#: U+10FFFF but the surrogates U+D800-U+DFFF (a lone surrogate is refused), written without a
+#: lookahead so that constrained decoders take it. Decimal references stop at 4 digits (below
+#: the surrogates); the writer uses hex.
+_XML_CHAR_REF = (
+    "&#x([0-9a-fA-F]{1,3}|[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}"
+    "|[1-9a-fA-F][0-9a-fA-F]{4}|10[0-9a-fA-F]{4});|&#[0-9]{1,4};"
+)
 #: A character of an argument's text as the parser reads it (an entity counts as one).
-_XML_CHAR = "([^<&]|&(lt|gt|amp|quot|apos);|&#x[0-9a-fA-F]{1,6};|&#[0-9]{1,7};)"
+_XML_CHAR = f"([^<&]|&(lt|gt|amp|quot|apos);|{_XML_CHAR_REF})"
 
 
 def xml_escape(text: str) -> str:
