@@ -242,6 +242,22 @@ def test_a_git_directory_elsewhere_is_not_the_verifiers_repository(box: Sandbox)
     assert "RAN" not in res.stdout, res
 
 
+def test_the_supervisor_reports_how_the_command_ended_and_what_outlived_it(box: Sandbox) -> None:
+    """The supervisor's report (JSON written without the json module) carries the exit code,
+    the signal, and survivors whose command lines hold quotes, backslashes and a tab."""
+    clean = box.run_verifier("exit 3")
+    assert clean.supervised and clean.exit_code == 3 and clean.tampering == [], clean
+    killed = box.run_verifier("kill -9 $$")
+    assert killed.supervised and killed.signal == "SIGKILL", killed
+    assert killed.tampering == ["the verifier's command was killed by SIGKILL"], killed
+    left = box.run_verifier("""(exec -a 'sleep "q" \\b\tc' sleep 30 &) ; exit 0""")
+    assert left.supervised and left.exit_code == 0, left
+    assert (
+        len(left.tampering) == 1 and "1 process(es) the command started outlived it" in left.tampering[0]
+    ), left
+    assert 'sleep "q" \\b' in left.tampering[0] and "c 30" in left.tampering[0], left.tampering
+
+
 def test_the_verifier_has_the_agents_memory_cap(box: Sandbox) -> None:
     many = 'for i in 1 2 3; do python3 -c "import time; a=bytearray(200<<20); time.sleep(1)" & done; wait'
     res = box.run_verifier(many)
