@@ -3,11 +3,12 @@ the limits count what is really used.
 
 The Harbor fixture ``agent-code-verifier`` runs the agent's module the way public test.sh
 files do (``python3 -m unittest`` in /app, ``git status`` on the agent's repository). Every
-hack of :mod:`harness_gym.envs.terminal.hacks` (before these fixes, five of them paid 1.0 on
-it: pinned reward, killed verifier, reward rewriter, pytest/unittest shadow, forged
+hack of :data:`harness_gym.envs.terminal.hacks.HACKS` (before these fixes, five of them paid
+1.0 on it: pinned reward, killed verifier, reward rewriter, pytest/unittest shadow, forged
 bytecode; the git clean filter paid on a repository) must leave the reward at 0 while the
 task's own solution still passes, and the ones that leave a trace must be reported as
-tampering in the verdict and in ``info``. Then the verifier's own sandbox limits (memory,
+tampering in the verdict and in ``info``; the one with nothing to act on here (the tests are
+out of the agent's reach) says so. Then the verifier's own sandbox limits (memory,
 disk quota in /app), and the agent's: allocated blocks, unlistable directories, SysV
 message queues and semaphores. Everything runs as root and again as an unprivileged uid.
 """
@@ -23,7 +24,7 @@ from unprivileged import rerun_unprivileged
 
 from harness_gym.core.task import Action
 from harness_gym.envs.terminal.episode_dirs import make_episode_dir, remove_episode_dir
-from harness_gym.envs.terminal.hacks import HACKS
+from harness_gym.envs.terminal.hacks import HACKS, Hack, by_name, not_applicable
 from harness_gym.envs.terminal.harbor import load_harbor_task
 from harness_gym.envs.terminal.harbor_verify import reward_tampering
 from harness_gym.envs.terminal.sandbox import Sandbox
@@ -33,7 +34,9 @@ from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
 FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "agent-code-verifier"
 #: Hacks whose trace the verifier recognises (the verdict names the tampering).
-REPORTED = {"pinned_reward", "killed_verifier", "reward_rewriter"}
+REPORTED = {"pinned-reward", "killed-verifier", "reward-rewriter"}
+#: Hacks with nothing to act on in the fixture: no test file in /app.
+NOT_APPLICABLE = {"edit-tests"}
 GIT_REPO = (
     "git init -q . && git add -A && git -c user.name=a -c user.email=a@b.c commit -q --allow-empty -m start"
 )
@@ -51,14 +54,22 @@ def box():
     remove_episode_dir(root)
 
 
-def play(commands: list[str], oracle: bool = False) -> tuple[bool, float, str, dict]:
-    """Run ``commands`` (then the task's own solution, with ``oracle``) as the agent on the
-    fixture, submit: (success, reward, verdict, the submit's record in ``info``)."""
+def play(
+    commands: list[str], oracle: bool = False, hack: Hack | None = None
+) -> tuple[bool, float, str, dict]:
+    """Run ``commands``, then ``hack``'s scripts (or the task's own solution, with ``oracle``)
+    as the agent on the fixture, submit: (success, reward, verdict, the submit's record in
+    ``info``). A hack with nothing to act on gives (False, 0.0, its reason, {})."""
     task = load_harbor_task(FIXTURE)()
     try:
         task.reset(np.random.default_rng(0))
-        for command in commands + ([task.solution()] if oracle else []):
+        scripts = hack.scripts(task.solution()) if hack else []
+        for command in commands + scripts + ([task.solution()] if oracle else []):
             task.step(Action.of("run", command=command))
+            why = not_applicable(str((task.last or {}).get("stdout", "")))
+            if why is not None:
+                return False, 0.0, why, {}
+            assert task.last and task.last["exit_code"] == 0, task.last  # planted, or the test says nothing
         step = task.step(Action.of("submit"))
         return step.success, step.reward, task.verdict, task.history[-1]
     finally:
@@ -73,13 +84,103 @@ def test_the_fixture_own_solution_passes_after_a_repository_is_made() -> None:
 
 @pytest.mark.parametrize("hack", [h.name for h in HACKS])
 def test_every_known_hack_stays_at_the_floor(hack: str) -> None:
-    planted = next(h for h in HACKS if h.name == hack)
-    ok, reward, verdict, record = play([GIT_REPO, planted.commands])
-    assert planted.expected == "floor"
+    ok, reward, verdict, record = play([GIT_REPO], hack=next(h for h in HACKS if h.name == hack))
     assert not ok and reward == 0.0, verdict
+    assert (record == {}) == (hack in NOT_APPLICABLE), verdict  # planted wherever it can be
     if hack in REPORTED:
         assert verdict.startswith("reward tampering:"), verdict
         assert record["tampering"], record
+
+
+#: For each hack, a command the agent runs after planting it, in its own sandbox (where no
+#: verifier defence applies: /app first on sys.path, bytecode read from /app, the agent's git
+#: config, a writable /logs), and what that command then prints: proof that the hack is live,
+#: so its floor under the verifier is the verifier's doing.
+FORGED = ["Ran 1 test in 0.001s", "", "OK", "1 passed in 0.01s"]  # what FORGE prints
+LIVE = {
+    "path-hijack": (
+        "python3 -m pytest; echo rc=$?; cat /logs/verifier/reward.txt",
+        [*FORGED, "rc=0", "1"],
+    ),
+    "pinned-reward": (
+        "python3 -c 'import calc'; cat /logs/verifier/reward.txt; stat -c %a /logs/verifier/reward.txt",
+        ["1", "444"],
+    ),
+    "killed-verifier": ("python3 -c 'import calc'; echo survived", None),  # killed: no output
+    "reward-rewriter": (
+        "python3 -c 'import calc'; chmod 755 /logs/verifier; chmod 644 /logs/verifier/reward.txt; "
+        "echo 0 > /logs/verifier/reward.txt; sleep 0.5; cat /logs/verifier/reward.txt",
+        ["1"],
+    ),
+    "sitecustomize": (
+        "PYTHONPATH=/app python3 -c 'print(2 + 2)'",
+        FORGED,
+    ),
+    "forged-bytecode": (
+        "python3 -c 'import calc; print(calc.add(2, 3))'; grep -c 'a - b' calc.py",
+        ["5", "1"],
+    ),
+    "git-config": ("git status >/dev/null 2>&1; cat /logs/verifier/reward.txt", ["1"]),
+    "forged-exit": ("python3 -c 'import calc; print(2 + 2)'", FORGED),
+    # a module with a #! line and a __future__ import (the payload goes after them) stays
+    # importable and still claims the reward
+    "pinned-reward/future": (
+        "./calc.py; python3 -c 'import calc; print(calc.add(2, 3))'; cat /logs/verifier/reward.txt",
+        ["run", "-1", "1"],
+    ),
+}
+#: What the agent's module is, before the hack, for the cases named HACK/CASE.
+MODULES = {
+    "pinned-reward/future": "#!/usr/bin/env python3\nfrom __future__ import annotations\n"
+    "def add(a: int, b: int) -> int:\n    return a - b\nif __name__ == '__main__':\n    print('run')\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIVE))
+def test_each_hack_is_live_where_no_defence_stops_it(case: str) -> None:
+    probe, expected = LIVE[case]
+    task = load_harbor_task(FIXTURE)()
+    try:
+        task.reset(np.random.default_rng(0))
+        scripts = by_name(case.partition("/")[0]).scripts(task.solution())
+        if case in MODULES:  # written as the agent
+            scripts.insert(0, f"cat > calc.py <<'EOF'\n{MODULES[case]}EOF\nchmod +x calc.py")
+        for script in [GIT_REPO, *scripts]:
+            task.step(Action.of("run", command=script))
+            assert task.last and task.last["exit_code"] == 0, task.last
+        task.step(Action.of("run", command=probe))
+        last = task.last or {}
+        if expected is None:
+            assert last["exit_code"] != 0 and "survived" not in last["stdout"], last
+        else:
+            assert last["stdout"].splitlines() == expected, last
+    finally:
+        task.close()
+
+
+def test_the_pytest_test_doubles_turn_failures_into_a_pass(tmp_path: Path) -> None:
+    """pytest is not in the fixture's root file system: the doubles of ``test-doubles`` are
+    shown live with the host's pytest, on a failing test in a folder of their own."""
+    import subprocess
+    import sys
+
+    from harness_gym.envs.terminal.hacks import PYTEST_DOUBLE
+
+    (tmp_path / "test_fail.py").write_text("def test_fails():\n    assert 1 == 2\n")
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path)]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    plain = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert plain.returncode == 1 and "1 failed" in plain.stdout, plain.stdout
+    (tmp_path / "conftest.py").write_text(PYTEST_DOUBLE)
+    doubled = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert doubled.returncode == 0 and "1 passed" in doubled.stdout, doubled.stdout
+    (tmp_path / "conftest.py").unlink()
+    (tmp_path / "hg_double_plugin.py").write_text(PYTEST_DOUBLE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p hg_double_plugin\n")
+    plugin = subprocess.run(
+        run, cwd=tmp_path, capture_output=True, text=True, env={**env, "PYTHONPATH": str(tmp_path)}
+    )
+    assert plugin.returncode == 0 and "1 passed" in plugin.stdout, plugin.stdout
 
 
 def test_each_trace_of_a_claimed_reward_file_is_named(tmp_path: Path) -> None:
@@ -137,6 +238,22 @@ def test_a_git_directory_elsewhere_is_not_the_verifiers_repository(box: Sandbox)
     assert box.run(plant).stdout.strip() == "planted"
     res = box.run_verifier("git status --porcelain; test -e /tmp/ran && echo RAN")
     assert "RAN" not in res.stdout, res
+
+
+def test_the_supervisor_reports_how_the_command_ended_and_what_outlived_it(box: Sandbox) -> None:
+    """The supervisor's report (JSON written without the json module) carries the exit code,
+    the signal, and survivors whose command lines hold quotes, backslashes and a tab."""
+    clean = box.run_verifier("exit 3")
+    assert clean.supervised and clean.exit_code == 3 and clean.tampering == [], clean
+    killed = box.run_verifier("kill -9 $$")
+    assert killed.supervised and killed.signal == "SIGKILL", killed
+    assert killed.tampering == ["the verifier's command was killed by SIGKILL"], killed
+    left = box.run_verifier("""(exec -a 'sleep "q" \\b\tc' sleep 30 &) ; exit 0""")
+    assert left.supervised and left.exit_code == 0, left
+    assert (
+        len(left.tampering) == 1 and "1 process(es) the command started outlived it" in left.tampering[0]
+    ), left
+    assert 'sleep "q" \\b' in left.tampering[0] and "c 30" in left.tampering[0], left.tampering
 
 
 def test_the_verifier_has_the_agents_memory_cap(box: Sandbox) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from harness_gym.cli import main
 from harness_gym.core.registry import TASKS, register_task
+from harness_gym.envs.terminal.hacks import KIT
 from harness_gym.envs.terminal.sandbox_view import bwrap_problem
 from harness_gym.envs.web.tasks.click_button import ClickButton
 
@@ -172,6 +173,10 @@ def test_harbor_tasks_with_holes_are_flagged_and_a_sound_one_passes() -> None:
     assert failed(report, "HarborSoundAnswer") == set(), report["findings"]
     sound = {c["check"]: c["status"] for c in report["checks"] if c["task"] == "HarborSoundAnswer"}
     assert sound["ceiling"] == sound["determinism:verifier"] == sound["hack:path-hijack"] == "ok"
+    assert sound["hack:pinned-reward"] == sound["hack:git-config"] == "n/a"  # no module, no repository
+    for task in {c["task"] for c in report["checks"]}:  # the one kit, each hack once per task
+        hacks = [c["check"] for c in report["checks"] if c["task"] == task and c["check"].startswith("hack:")]
+        assert hacks == [f"hack:{h.name}" for h in KIT], (task, hacks)
     visible = failed(report, "HarborVisibleTests")
     assert "hack:edit-tests" in visible and "ceiling" not in visible
     # It writes 1 before checking: a verifier that is killed or times out mid-check used to leave

@@ -18,7 +18,7 @@ depend on it), on the first harness's task instance:
   digest (skipped for tasks marked ``nondeterministic``); a terminal task's verifier, asked
   twice about the same solved and the same untouched ``/app``, answers the same and right.
 - **hack** (terminal tasks): each reward hack of
-  :data:`~harness_gym.envs.terminal.hack_kit.HACKS` is planted by ``run`` actions, then the
+  :data:`~harness_gym.envs.terminal.hacks.KIT` is planted by ``run`` actions, then the
   agent submits: none may succeed.
 - **fault** (terminal tasks): the untouched instance is submitted while its verifier is
   timed out or killed half-way (:mod:`~harness_gym.envs.terminal.verifier_faults`): no pass.

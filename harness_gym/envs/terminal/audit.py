@@ -3,10 +3,10 @@
 :func:`terminal_probes` runs, on a terminal task's env (any harness: these act on the task,
 whose world no harness changes), for each seed:
 
-- ``hack:<name>`` for each hack of :func:`kit` (the hack kit, and the named attacks of
-  ``hacks.py`` where present): the
-  hack's commands run as the agent's ``run`` actions, then ``submit``; passes when the
-  episode does not succeed. A multi-step task gets the hack again at every step.
+- ``hack:<name>`` for each hack of :data:`~harness_gym.envs.terminal.hacks.KIT`: the hack's
+  scripts run as the agent's ``run`` actions, then ``submit``; passes when the episode does
+  not succeed, ``n/a`` when the hack found nothing to act on. A multi-step task gets the hack
+  again at every step.
 - ``determinism:verifier`` (first seed): the verifier, asked twice about the solved ``/app``
   and twice about the untouched one, answers pass, pass, fail, fail.
 - ``fault:<name>`` for each fault of :data:`~harness_gym.envs.terminal.verifier_faults.FAULTS`
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_gym.core.task import Action
-from harness_gym.envs.terminal.hack_kit import HACKS, NOT_APPLICABLE, Hack
+from harness_gym.envs.terminal.hacks import KIT, SOLUTION, Hack, not_applicable
 from harness_gym.envs.terminal.task import TerminalTask
 from harness_gym.envs.terminal.verifier_faults import FAULTS, injecting, recording
 
@@ -57,14 +57,13 @@ def _short(text: str, n: int = 200) -> str:
 
 def _plant(task: TerminalTask, hack: Hack) -> str | None:
     """Run the hack's commands; ``None`` when planted, else why it does not apply."""
-    solution = task.solution()
-    for script in hack.scripts(solution):
+    for command, script in zip(hack.commands, hack.scripts(task.solution())):
         task.step(Action.of("run", command=script))
         last = task.last or {}
-        out = str(last.get("stdout", ""))
-        if NOT_APPLICABLE in out:
-            return out[out.index(NOT_APPLICABLE) :].splitlines()[0].replace(NOT_APPLICABLE, "").strip(": ")
-        if script != solution and last.get("exit_code") != 0:
+        why = not_applicable(str(last.get("stdout", "")))
+        if why is not None:
+            return why
+        if command != SOLUTION and last.get("exit_code") != 0:
             stderr = _short(str(last.get("stderr", "")))
             return f"could not be planted (exit code {last.get('exit_code')}: {stderr})"
     return None
@@ -137,25 +136,10 @@ def run_fault(env: Any, fault: str, seed: int, seconds: list[float]) -> Probe:
     return Probe(f"fault:{fault}", True, f"seed {seed}: {_short(task.verdict)}")
 
 
-def kit() -> list[Hack]:
-    """The hacks validate plants: :data:`~harness_gym.envs.terminal.hack_kit.HACKS`, then the
-    named attacks of ``harness_gym.envs.terminal.hacks`` (``HACKS`` and ``DESIGN_HACKS``, each
-    one script ``commands``) where that module exists."""
-    out = list(HACKS)
-    try:
-        from harness_gym.envs.terminal import hacks as named  # type: ignore[attr-defined]
-    except ImportError:
-        return out
-    for hack in (*getattr(named, "HACKS", ()), *getattr(named, "DESIGN_HACKS", ())):
-        if hack.name not in {h.name for h in out}:
-            out.append(Hack(hack.name, hack.description, (hack.commands,)))
-    return out
-
-
 def terminal_probes(env: Any, seeds: Sequence[int]) -> list[Probe]:
     """Every terminal probe of the module docstring, on ``env``'s task."""
     probes = []
-    for hack in kit():
+    for hack in KIT:
         results = [run_hack(env, hack, seed) for seed in seeds]
         failed = [p for p in results if p.passed is False]
         applied = [p for p in results if p.passed is not None]

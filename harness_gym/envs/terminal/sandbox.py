@@ -78,6 +78,7 @@ from harness_gym.envs.terminal.sandbox_verifier import (
     git_config_binds,
     read_some,
     supervisor_report,
+    wait_until,
 )
 from harness_gym.envs.terminal.sandbox_view import (
     APP,
@@ -617,10 +618,9 @@ class Sandbox:
                         os.write(go_w, b"g")
                     except OSError:
                         pass
-                try:
-                    code: int | None = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    timed_out, code = True, None
+                code: int | None = wait_until(proc, deadline)
+                if code is None:
+                    timed_out = True
                     kill_bwrap([proc])
                 if watch is not None:
                     watch.stop()
