@@ -4,11 +4,13 @@
 (:func:`test_every_option_has_an_entry`) reads argparse's own definitions
 (:func:`harness_gym.cli.build_parser`, every verb and nested verb), so a new option fails it
 until it has an entry. Each test runs the verb for real on the smallest input that shows the
-option (ClickButton, one seed, a 4-point space), once as :data:`SWEEP` / :data:`SEARCH` /...
-say and once with the option set, and fingerprints what it produced (stdout, the files written
-and their rows) to assert the difference lands where it should (``--seeds 2``: two seeds in
-the rows). Options that say *how* (``--workers``, ``--quiet``, ``--log``) get a probe of that
-how (which process played, progress lines, a log folder), never a timing. Where this machine
+option (ClickButton, one seed, a 4-point space), once as given (:data:`SWEEP`, :data:`SEARCH`,
+:data:`EVAL`, :data:`EXPORT`, ...) and once with the option set, and fingerprints what it
+produced (stdout, the files written and their rows) to assert the difference lands where it
+should (``--seeds 2``: two seeds in the rows); an option a run would ignore is refused, and the
+test feeds it. Runs shared between tests are made once (:meth:`Runner.base`). Options that
+say *how* (``--workers``, ``--quiet``, ``--log``) get a probe of that how (which process
+played, progress lines, a log folder), never a timing. Where this machine
 lacks what a run needs (``serve`` without the ``openenv`` extra, ``rootfs build`` minutes
 long, a language-model server), the test checks the narrowest real seam: the function the verb
 calls with the parsed options, and its entry says ``seam``.
@@ -203,6 +205,7 @@ def seam(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[tuple[
 
 def stopped(argv: list[str], tmp: Path) -> None:
     """Run ``--debug ARGV`` until a seam spy stops it."""
+    tmp.mkdir(parents=True, exist_ok=True)
     for name, text in INPUTS.items():
         (tmp / name).write_text(text)
     with pytest.raises(Stop):
@@ -258,8 +261,8 @@ HOW: dict[str, str] = {
     "sweep max_harnesses": "test_sweep_what_runs",
     "sweep workers": "test_sweep_workers_play_in_other_processes",
     "sweep chunk_size": "test_sweep_chunk_size (seam: the batches run_local gets)",
-    "sweep backend": "test_sweep_backend_ray (slow) and test_sweep_ray_address",
-    "sweep ray_address": "test_sweep_ray_address",
+    "sweep backend": "test_sweep_ray_address (seam) and test_sweep_backend_ray (slow: starts Ray)",
+    "sweep ray_address": "test_sweep_ray_address (seam: the address run_ray gets)",
     "sweep overwrite": "test_sweep_resume_options",
     "sweep retry_errors": "test_sweep_resume_options",
     "sweep report": "test_sweep_outputs",
@@ -502,6 +505,7 @@ def test_eval_model(run: Runner, model: Path) -> None:
 
     assert play(sampled) != play(greedy)  # an untrained policy: its samples differ from its argmax
     refused(run([*argv, "--agent", "oracle"]), "--agent would be ignored")
+    refused(run([*argv, "--temperature", "0.5"]), "--temperature would be ignored")
     refused(run([*EVAL, "--stochastic"]), "--stochastic applies to --model only")
 
 
@@ -562,6 +566,7 @@ def test_sweep_what_runs(run: Runner) -> None:
     assert sweep("--subset", "sample:2", "--design-seed", "3").column("harness_id") != sample.column(
         "harness_id"
     )
+    refused(run([*SWEEP, "--subset", "all", "--design-seed", "3"]), "--design-seed would be ignored")
     assert sweep("--seeds", "2").column("seed") == {"0", "1"}
     assert sweep("--first-seed", "5").column("seed") == {"5"}
     moved = sweep("--out", "@W/elsewhere")
@@ -611,16 +616,24 @@ def test_sweep_chunk_size(run: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     refused(run([*SWEEP, "--chunk-size", "3"]), "--chunk-size would be ignored", "--workers 0")
 
 
-def test_sweep_ray_address(run: Runner) -> None:
-    refused(run([*SWEEP, "--ray-address", "127.0.0.1:9"]), "--ray-address would be ignored")
+def test_sweep_ray_address(run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seam (joining a cluster needs one): the address the Ray executor is given."""
+    import harness_gym.analysis.sweep as sweeps
+
+    seen = seam(monkeypatch, sweeps, "run_ray")
+    argv = [*SWEEP[:-4], "--workers", "1", "--out", "@W/run", "--backend", "ray", "--no-ceiling"]
+    stopped(argv, tmp_path / "a")
+    stopped([*argv, "--ray-address", "10.1.2.3:6379"], tmp_path / "b")
+    assert [args[5] for args, _ in seen] == [None, "10.1.2.3:6379"]
+    refused(run([*SWEEP, "--ray-address", "10.1.2.3:6379"]), "--ray-address would be ignored")
 
 
 @pytest.mark.slow
 def test_sweep_backend_ray(run: Runner) -> None:
-    argv = [*SWEEP[:-4], "--workers", "1", "--out", "@W/run", "--backend", "ray", "--no-ceiling"]
-    assert ok(run(argv)).column("seed") == {"0"}
-    failed = run([*argv, "--ray-address", "127.0.0.1:9"])
-    assert failed.code != 0  # no cluster listens there: the address was used
+    """Ray tasks play the cells: the rows are those of the local backend."""
+    argv = [*SWEEP[:-4], "--workers", "1", "--out", "@W/run", "--no-ceiling"]
+    local = ok(run(argv))
+    assert ok(run([*argv, "--backend", "ray"])).column("success") == local.column("success")
 
 
 def test_sweep_resume_options(run: Runner) -> None:
@@ -667,6 +680,15 @@ def test_sweep_logs(run: Runner) -> None:
     moved = ok(run([*SWEEP, "--log", "tensorboard", "--log-dir", "@W/tb"]))
     assert any(f.startswith("tb/") for f in moved.files) and not any("run/logs" in f for f in moved.files)
     refused(run([*SWEEP, "--log-dir", "@W/tb"]), "--log-dir", "would be ignored")
+
+
+def test_train_log_dir_without_log_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness_gym.baselines.sb3 as sb3
+
+    seam(monkeypatch, sb3, "train")  # a refusal that failed would train: it stops instead
+    argv = ["train", "--env", ENV, "--log-dir", "@W/tb", "--out", "@W/m"]
+    refused(invoke(argv, tmp_path), "--log-dir", "would be ignored")
+    assert not (tmp_path / "m").exists() and not (tmp_path / "tb").exists()
 
 
 @pytest.mark.parametrize("verb", ["sweep", "search"])

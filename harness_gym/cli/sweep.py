@@ -114,6 +114,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         refuse_ignored(args, ["ray_address"], f"--backend {args.backend} does not use Ray")
     if args.workers == 0 and args.backend == "local":
         refuse_ignored(args, ["chunk_size"], "--workers 0 runs every cell in this process, in no chunks")
+    if args.space == "presets" or (args.subset or "").partition("+")[0] == "all":
+        refuse_ignored(args, ["design_seed"], "every point of the space runs, a design built from no seed")
     check_log_dir(args)
     agents = list(args.agent)
     if args.reference is not None and args.reference not in agents:
