@@ -158,8 +158,15 @@ def maybe_log(
         run_log.close()
 
 
+def check_log_dir(args: Any) -> None:
+    """Refuse ``--log-dir`` without ``--log``: nothing would be logged there (a :class:`LogError`)."""
+    if getattr(args, "log_dir", None) is not None and getattr(args, "log", None) is None:
+        raise LogError(f"--log-dir {args.log_dir} would be ignored: nothing is logged without --log")
+
+
 def cli_log(args: Any, name: str, config: Mapping[str, Any] | None = None) -> Any:
     """:func:`maybe_log` for a command's ``--log`` / ``--log-dir`` (default ``<--out>/logs``)."""
+    check_log_dir(args)
     folder = args.log_dir or Path(args.out) / "logs"
     return maybe_log(getattr(args, "log", None), folder, name, config)
 

@@ -249,6 +249,30 @@ positive_float = finite_float(0.0, inclusive=False)
 non_negative_float = finite_float(0.0, inclusive=True)
 
 
+# -- options a run would ignore -----------------------------------------------------------------
+
+
+def remember_defaults(parser: argparse.ArgumentParser) -> None:
+    """Record the parser's option defaults in the namespace, for :func:`refuse_ignored`."""
+    parser.set_defaults(option_defaults={a.dest: a.default for a in parser._actions if a.option_strings})
+
+
+def flag_of(dest: str) -> str:
+    """The command-line flag of an option's ``dest`` (``node_limit`` -> ``--node-limit``)."""
+    return "--" + dest.replace("_", "-")
+
+
+def refuse_ignored(args: argparse.Namespace, dests: Sequence[str], why: str) -> None:
+    """Refuse, with one line and before any work, each option of ``dests`` set to a value other
+    than its default: ``why`` says what the run is that would ignore it (an option that is
+    accepted and then not read is a silent lie about what ran)."""
+    defaults = getattr(args, "option_defaults", {})
+    given = [d for d in dests if getattr(args, d, None) != defaults.get(d)]
+    if given:
+        flags = ", ".join(flag_of(d) for d in given)
+        raise CommandError(f"{flags} would be ignored: {why}; drop {'it' if len(given) == 1 else 'them'}")
+
+
 # -- plugins ------------------------------------------------------------------------------------
 
 #: ``--import MODULE``, accepted by every verb (see :mod:`harness_gym.core.plugins`).

@@ -21,12 +21,14 @@ from harness_gym.cli.common import (
     output_file,
     positive_int,
     read_json_object,
+    refuse_ignored,
+    remember_defaults,
     resolve_env_ids,
     seed_int,
     table,
     write_results,
 )
-from harness_gym.llm.cli_options import add_llm_arguments
+from harness_gym.llm.cli_options import DEFAULT_IN_FLIGHT, LLM_OPTIONS, add_llm_arguments
 
 HELP = "evaluate agents on envs and print a success table"
 
@@ -46,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
     add_model_eval_arguments(parser)
     add_llm_arguments(parser)
+    remember_defaults(parser)
 
 
 def add_model_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +62,10 @@ def add_model_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    return run_model_eval(args, out) if args.model else run_agents(args, out)
+    if args.model:
+        refuse_ignored(args, ["agent", *LLM_OPTIONS], "--model evaluates the saved model, not --agent specs")
+        return run_model_eval(args, out)
+    return run_agents(args, out)
 
 
 def run_agents(args: argparse.Namespace, out: TextIO) -> int:
@@ -96,7 +102,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
             for k, agent in enumerate(agents):
                 if agent.batched:  # language models: episodes in flight, requests batched
                     jobs = [Episode(lambda e=env_id: make(e), agent.build, s, agent.name) for s in seeds]
-                    for _, result, err in run_batched(jobs, in_flight=args.in_flight):
+                    for _, result, err in run_batched(jobs, in_flight=args.in_flight or DEFAULT_IN_FLIGHT):
                         if err is not None:
                             raise err
                         assert result is not None

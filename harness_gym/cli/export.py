@@ -27,10 +27,12 @@ from harness_gym.cli.common import (
     output_dir,
     output_file,
     positive_int,
+    refuse_ignored,
+    remember_defaults,
     resolve_env_ids,
     seed_int,
 )
-from harness_gym.llm.cli_options import add_llm_arguments
+from harness_gym.llm.cli_options import LLM_OPTIONS, add_llm_arguments
 
 HELP = "write episodes as chat transcripts (JSONL / Parquet / datasets folder) for SFT"
 
@@ -55,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="jsonl, parquet, hf (a datasets folder) or atif (with --run); default from --out's suffix",
     )
     parser.add_argument("--out", required=True, help="file (.jsonl / .parquet) or folder (--format hf)")
-    add_llm_arguments(parser)
+    add_llm_arguments(parser, in_flight=False)  # episodes are played one at a time
+    remember_defaults(parser)
 
 
 def output_format(out: str, fmt: str | None) -> str:
@@ -125,6 +128,8 @@ def run_from_trajectories(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.env:
         raise CommandError("--run exports a run's recorded trajectories; it takes no --env")
+    played = ["agent", "harness", "episodes", "seed", *(o for o in LLM_OPTIONS if o != "in_flight")]
+    refuse_ignored(args, played, "--run exports recorded trajectories and plays no episode")
     if args.format not in (None, "jsonl", "atif"):
         raise CommandError(
             f"--run writes JSON Lines (chat rows, or --format atif), not --format {args.format}"
@@ -132,6 +137,8 @@ def run_from_trajectories(args: argparse.Namespace, out: TextIO) -> int:
     read_meta(args.run)
     path = output_file(args.out)
     fmt = "atif" if args.format == "atif" else "chat"
+    if fmt == "atif":
+        refuse_ignored(args, ["unit"], "--format atif writes one trajectory a line, not chat rows per --unit")
     n = export_trajectories(args.run, path, fmt, args.unit)
     if n == 0:
         out.write(f"{args.run} has no recorded trajectories (sweep with --trajectories)\n")

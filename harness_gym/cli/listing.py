@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from harness_gym.cli.common import CommandError, table
+from harness_gym.cli.common import CommandError, refuse_ignored, remember_defaults, table
 
 HELP = "list tasks, presets, factors or env ids"
 
@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--family", help="only this family's tasks and env ids (web, browser, terminal, ...)")
     parser.add_argument("--match", help="only tasks and env ids that contain this text")
+    remember_defaults(parser)
 
 
 def every_task() -> dict[str, tuple[str, type]]:
@@ -56,6 +57,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.harness import EXTRA_FIELDS, LEVELS, MAX_FEW_SHOT, REASONING_LEVELS, Harness
 
     what = args.what
+    if what in ("presets", "factors"):
+        why = f"they filter tasks and env ids, and `list {what}` lists neither"
+        refuse_ignored(args, ["family", "match"], why)
     tasks = every_task()
     chosen = _chosen(args, tasks)
     if what in ("tasks", "all"):

@@ -19,8 +19,8 @@ from harness_gym.cli.common import (
     output_dir,
     positive_int,
 )
-from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
-from harness_gym.logging_backends import active, add_log_arguments, cli_log
+from harness_gym.llm.cli_options import DEFAULT_IN_FLIGHT, add_llm_arguments, apply_llm_options
+from harness_gym.logging_backends import active, add_log_arguments, check_log_dir, cli_log
 
 HELP = "search a harness space for the harness an agent does best under (dev seeds), judged on test seeds"
 
@@ -96,6 +96,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``harness-gym search``: inputs and the folder are checked before any episode runs."""
     from harness_gym.analysis.search import SearchSpec, run_search
 
+    check_log_dir(args)
     (agent,) = apply_llm_options([args.agent], args)
     spec = SearchSpec.build(
         agent,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             progress=False,
             overwrite=args.overwrite,
             log=None if not args.quiet else _Null(),
-            in_flight=args.in_flight,
+            in_flight=args.in_flight or DEFAULT_IN_FLIGHT,
             retry_errors=args.retry_errors,
             trajectories=args.trajectories,
         )

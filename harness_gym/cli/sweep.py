@@ -19,11 +19,13 @@ from harness_gym.cli.common import (
     non_negative_int,
     output_dir,
     positive_int,
+    refuse_ignored,
+    remember_defaults,
     seed_int,
 )
 from harness_gym.cli.report import build, reference_name
-from harness_gym.llm.cli_options import add_llm_arguments, apply_llm_options
-from harness_gym.logging_backends import active, add_log_arguments, cli_log
+from harness_gym.llm.cli_options import DEFAULT_IN_FLIGHT, add_llm_arguments, apply_llm_options
+from harness_gym.logging_backends import active, add_log_arguments, check_log_dir, cli_log
 
 HELP = "run every (task, harness, seed) cell for each agent; one row per episode (resumable)"
 
@@ -99,12 +101,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_trajectory_argument(parser)
     add_log_arguments(parser, "<--out>/logs")
     add_llm_arguments(parser)
+    remember_defaults(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``harness-gym sweep``: the spec and the folder are checked before any cell runs."""
     from harness_gym.analysis import sweep as sweeps
 
+    if args.no_ceiling:
+        refuse_ignored(args, ["node_limit"], "--no-ceiling computes no ceiling")
+    if args.backend != "ray":
+        refuse_ignored(args, ["ray_address"], f"--backend {args.backend} does not use Ray")
+    if args.workers == 0 and args.backend == "local":
+        refuse_ignored(args, ["chunk_size"], "--workers 0 runs every cell in this process, in no chunks")
+    if args.space == "presets" or (args.subset or "").partition("+")[0] == "all":
+        refuse_ignored(args, ["design_seed"], "every point of the space runs, a design built from no seed")
+    check_log_dir(args)
     agents = list(args.agent)
     if args.reference is not None and args.reference not in agents:
         agents.append(args.reference)
@@ -135,7 +147,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             retry_errors=args.retry_errors,
             ray_address=args.ray_address,
             log=sys.stderr,
-            in_flight=args.in_flight,
+            in_flight=args.in_flight or DEFAULT_IN_FLIGHT,
             trajectories=args.trajectories,
         )
     rate = result.n_run / result.seconds if result.seconds > 0 else 0.0

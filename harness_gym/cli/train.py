@@ -28,7 +28,7 @@ from harness_gym.cli.common import (
     require_env_id,
     seed_int,
 )
-from harness_gym.logging_backends import LogError, add_log_arguments, check_backend, cli_log
+from harness_gym.logging_backends import LogError, add_log_arguments, check_backend, check_log_dir, cli_log
 
 HELP = "train an RL baseline (SB3 or the text policy) and save it with its harness spec"
 SB3_ALGOS = ("maskable_ppo", "ppo", "dqn")
@@ -119,6 +119,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     try:
         check_backend(args.log)
+        check_log_dir(args)
     except LogError as err:
         raise CommandError(str(err)) from None
     refuse_unread(args)

@@ -18,7 +18,13 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness_gym.cli.common import EXIT_CHECK_FAILED, CommandError, positive_int
+from harness_gym.cli.common import (
+    EXIT_CHECK_FAILED,
+    CommandError,
+    positive_int,
+    refuse_ignored,
+    remember_defaults,
+)
 
 HELP = "audit tasks as rewards: the own solution reaches the maximum, floor policies and known hacks do not"
 #: ``--task`` words that name groups of built-in tasks.
@@ -47,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0..N-1 per check (default 3)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--verbose", "-v", action="store_true", help="print every check, not only failures")
+    remember_defaults(parser)
 
 
 def _task_ids(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
@@ -114,6 +121,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.core.registry import get_task, make_env
     from harness_gym.progress import progress_bar
 
+    if args.json:
+        refuse_ignored(args, ["verbose"], "--json prints every check already")
     ids, skipped = _task_ids(args)
     if not ids:
         reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())

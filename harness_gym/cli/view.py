@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from harness_gym.cli.common import output_dir, tcp_port
+from harness_gym.cli.common import output_dir, refuse_ignored, remember_defaults, tcp_port
 
 HELP = "browse a run's episodes and recorded trajectories (a local page; pairs side by side)"
 
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--port", type=tcp_port(0), default=0, help="with --serve: the port (default: any free one)"
     )
     parser.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
+    remember_defaults(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from harness_gym.analysis.sweep import read_meta
     from harness_gym.analysis.viewer import write_view
 
+    if not args.serve:
+        refuse_ignored(args, ["port", "no_open"], "they apply with --serve only")
     read_meta(args.dir)  # not a run folder: one clear error before anything is written
     if args.out is not None:
         output_dir(args.out)

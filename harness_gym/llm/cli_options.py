@@ -3,7 +3,8 @@
 ``--temperature``, ``--max-tokens``, ``--concurrency``, ``--constrain`` (and ``--in-flight``)
 apply to every LLM agent spec of the command that does not set the option itself; they are
 written into the spec string (``llm?temperature=0.7``), which is the agent's name in result
-rows, so every row records the options it ran with.
+rows, so every row records the options it ran with. Given with no LLM agent, they are refused
+(they would be ignored).
 """
 
 from __future__ import annotations
@@ -32,7 +33,15 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+#: Episodes of a language-model agent run at once when ``--in-flight`` is not given.
+DEFAULT_IN_FLIGHT = 8
+#: The ``dest`` of every option :func:`add_llm_arguments` adds.
+LLM_OPTIONS = ("temperature", "max_tokens", "concurrency", "constrain", "in_flight")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, in_flight: bool = True) -> None:
+    """The LLM options; ``in_flight=False`` leaves out ``--in-flight`` (a verb that plays one
+    episode at a time, such as ``export``, would ignore it)."""
     group = parser.add_argument_group("language-model agents (llm, hf:PATH, openai:MODEL@URL)")
     group.add_argument(
         "--temperature",
@@ -54,13 +63,18 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send each step's action grammar as structured output (vLLM): no format errors",
     )
-    group.add_argument(
-        "--in-flight", type=_positive(int), default=8, help="episodes of an LLM agent run at once (default 8)"
-    )
+    if in_flight:
+        group.add_argument(
+            "--in-flight",
+            type=_positive(int),
+            default=None,
+            help=f"episodes of an LLM agent run at once (default {DEFAULT_IN_FLIGHT})",
+        )
 
 
 def apply_llm_options(agents: Sequence[str], args: argparse.Namespace) -> list[str]:
-    """The agent specs with the command's LLM options written into the LLM ones."""
+    """The agent specs with the command's LLM options written into the LLM ones; an LLM option
+    given with no LLM agent is an :class:`~harness_gym.llm.spec.LLMSpecError`."""
     from harness_gym.llm.spec import is_llm_spec, parse_llm_spec
 
     options = {
@@ -69,7 +83,8 @@ def apply_llm_options(agents: Sequence[str], args: argparse.Namespace) -> list[s
         "concurrency": args.concurrency,
         "constrain": True if args.constrain else None,
     }
-    given = [k for k, v in options.items() if v is not None]
+    asked = {**options, "in_flight": getattr(args, "in_flight", None)}
+    given = [k for k, v in asked.items() if v is not None]
     if given and not any(isinstance(a, str) and is_llm_spec(a) for a in agents):
         from harness_gym.llm.spec import LLMSpecError
 
