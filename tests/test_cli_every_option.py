@@ -599,7 +599,7 @@ def test_sweep_workers_play_in_other_processes(run: Runner) -> None:
 
 def test_sweep_chunk_size(run: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seam: the batches the local pool is given (a pool's chunking shows in no output)."""
-    import harness_gym.analysis.sweep as sweeps
+    import harness_gym.analysis.sweep.run as sweeps  # where run_sweep looks them up
 
     real = sweeps.run_local
     sizes: list[list[int]] = []
@@ -618,7 +618,7 @@ def test_sweep_chunk_size(run: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_sweep_ray_address(run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seam (joining a cluster needs one): the address the Ray executor is given."""
-    import harness_gym.analysis.sweep as sweeps
+    import harness_gym.analysis.sweep.run as sweeps  # where run_sweep looks them up
 
     seen = seam(monkeypatch, sweeps, "run_ray")
     argv = [*SWEEP[:-4], "--workers", "1", "--out", "@W/run", "--backend", "ray", "--no-ceiling"]
