@@ -78,6 +78,26 @@ def test_balance_measures_a_design_it_did_not_build() -> None:
     aliased = np.array([[0, 0], [1, 1], [0, 0], [1, 1]])  # the two columns are one
     assert balance(aliased, (2, 2)).max_correlation == pytest.approx(1)
     assert balance(aliased, (2, 2)).d_efficiency == 0
+    assert "aliased" in balance(aliased, (2, 2)).describe()
+
+
+def test_d_efficiency_is_not_defined_with_fewer_points_than_parameters() -> None:
+    """Two points of a 2 x 3 space cannot fit the 1 + 1 + 2 = 4 main-effect parameters: the
+    D-efficiency is not defined (NaN, None in the design record), not "0%"; with the 4 points
+    it needs it is a number again, and a full factorial's is 100."""
+    import json
+
+    counts = (2, 3)
+    two = np.array([[0, 0], [1, 1]])
+    measured = balance(two, counts)
+    assert measured.parameters == 4 and measured.d_efficiency != measured.d_efficiency
+    assert json.loads(json.dumps(measured.to_dict()))["d_efficiency"] is None
+    assert "not defined (2 points cannot fit the 4 parameters" in measured.describe()
+    assert "0.0%" not in measured.describe()
+    four = np.array([[0, 0], [1, 1], [0, 2], [1, 0]])
+    assert 0 < balance(four, counts).d_efficiency < 100
+    full = np.array(list(itertools.product(range(2), range(3))))
+    assert balance(full, counts).d_efficiency == pytest.approx(100)
 
 
 @pytest.mark.parametrize(

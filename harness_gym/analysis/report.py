@@ -37,7 +37,7 @@ from typing import Any
 
 from harness_gym.analysis.extremes import pretty as worst_pretty
 from harness_gym.analysis.extremes import worst_harness
-from harness_gym.analysis.report_section import Section
+from harness_gym.analysis.report_section import Section, method
 
 PLOTS = (
     "success_heatmap.png",
@@ -477,13 +477,18 @@ def build_report(
     sections = [
         Section(
             "Overall",
-            [
-                summary,
-                "Means with 95% intervals: Wilson for values in [0, 1] at the number of task instances "
-                "(task, seed) when the row pools harnesses (they share instances), Student t otherwise; "
-                "see docs/sweeps-and-reports.md.",
-            ],
+            [summary],
             tables=[("", _pretty(side_by_side(by_agent)))],
+            parts=[
+                method(
+                    "How the intervals are computed",
+                    [
+                        "Means with 95% intervals: Wilson for values in [0, 1] at the number of task "
+                        "instances (task, seed) when the row pools harnesses (they share instances), "
+                        "Student t otherwise; see docs/sweeps-and-reports.md."
+                    ],
+                )
+            ],
         ),
         Section(
             "Success by task and harness factor level",
@@ -493,27 +498,36 @@ def build_report(
             ],
             image="success_heatmap.png",
         ),
-        Section(
-            "Design",
-            _design_text(design, len(meta.get("harnesses", []))),
-        ),
+        Section("Design", _design_text(design, len(meta.get("harnesses", []))), collapsed=True),
         Section(
             "Marginal effect of each factor level",
             effects_source + _effects_text(estimated, design),
             image="marginal_effects.png",
             tables=_effects_tables(estimated),
+            parts=[
+                method(
+                    "How the effects are estimated, and the model's diagnostics",
+                    _effects_method(estimated),
+                    _effects_diagnostics(estimated),
+                )
+            ],
         ),
         Section(
             "Where the variance comes from",
-            [
-                "Sums of squares of success per agent: task; harness, split by the effects model into "
-                "factor main effects, the two-factor interactions in the model, and other harness "
-                "differences; task x harness; the seed (the task instance); and the residual "
-                "(harness x instance). A large harness share means the harness, not the task, "
-                "decides success."
-            ],
             image="variance.png",
             tables=[("", _pretty(_variance_wide(variance)))],
+            parts=[
+                method(
+                    "What the components are",
+                    [
+                        "Sums of squares of success per agent: task; harness, split by the effects model "
+                        "into factor main effects, the two-factor interactions in the model, and other "
+                        "harness differences; task x harness; the seed (the task instance); and the "
+                        "residual (harness x instance). A large harness share means the harness, not "
+                        "the task, decides success."
+                    ],
+                )
+            ],
         ),
         Section(
             "Ceiling vs deployed return",
@@ -531,19 +545,25 @@ def build_report(
             "Worst harness per task",
             [
                 "The harness with the lowest success rate for each task and agent, next to the mean and "
-                "the best. Success intervals are simultaneous over the task's harnesses (Wilson at level "
-                "1 - 0.05/K), so they still cover after picking the extreme. Whether the spread best - "
-                "worst is more than noise is a permutation test that shuffles outcomes among the "
-                "harnesses within each task instance (exact when the harnesses are interchangeable, "
-                "and aware of the pick), Holm-adjusted over the agent's tasks (family-wise error 5%); "
-                "the names are shown only where the spread survives, otherwise the row is a tie and "
-                "the names would rank noise. Wins / losses: seeds where only the best / only the "
-                "worst succeeded."
+                "the best; the names are shown only where the spread survives the test below, otherwise "
+                "the row is a tie and the names would rank noise."
             ],
             image="harness_spread.png",
-            tables=[
-                ("", worst_pretty(worst)),
-                ("Harnesses", _harness_table(meta)),
+            tables=[("", worst_pretty(worst))],
+            parts=[
+                method(
+                    "How the intervals and the test are computed",
+                    [
+                        "Success intervals are simultaneous over the task's harnesses (Wilson at level "
+                        "1 - 0.05/K), so they still cover after picking the extreme. Whether the spread "
+                        "best - worst is more than noise is a permutation test that shuffles outcomes "
+                        "among the harnesses within each task instance (exact when the harnesses are "
+                        "interchangeable, and aware of the pick), Holm-adjusted over the agent's tasks "
+                        "(family-wise error 5%). Wins / losses: seeds where only the best / only the "
+                        "worst succeeded."
+                    ],
+                ),
+                method("Harnesses (each one's factor levels)", tables=[("", _harness_table(meta))]),
             ],
         ),
     ]
@@ -788,17 +808,7 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
     from harness_gym.analysis.effects import PAIRED
 
     table = estimated.table
-    clusters = int(table["clusters"].max()) if len(table) and "clusters" in table else 0
-    lines = [
-        "A level's effect is its success rate's deviation from the average over the factor's levels, in "
-        "percentage points; the difference between two levels is the difference of their effects. Each "
-        "(task, seed) cluster has its own value of every effect (the estimators are linear in the "
-        f"harness means); the 95% interval is Student's t over the {clusters} clusters (cluster-robust, "
-        "with the small-sample correction), or, where every cluster gives the same value, an exact "
-        "bound from how often a cluster could differ unseen. Largest effects lists the effects that stay "
-        "significant after Holm's correction: family-wise error 5% over each agent's level effects.",
-        _estimator_text(estimated.estimator, design),
-    ]
+    lines: list[str] = []
     if estimated.estimator == PAIRED and estimated.unmet:
         shown = "; ".join(f"{f} = {', '.join(lv)}" for f, lv in estimated.unmet.items())
         lines.append(
@@ -856,6 +866,22 @@ def _effects_text(estimated: Any, design: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _effects_method(estimated: Any) -> list[str]:
+    """How the effects and their intervals are made (the folded part under the effects)."""
+    table = estimated.table
+    clusters = int(table["clusters"].max()) if len(table) and "clusters" in table else 0
+    return [
+        "A level's effect is its success rate's deviation from the average over the factor's levels, in "
+        "percentage points; the difference between two levels is the difference of their effects. Each "
+        "(task, seed) cluster has its own value of every effect (the estimators are linear in the "
+        f"harness means); the 95% interval is Student's t over the {clusters} clusters (cluster-robust, "
+        "with the small-sample correction), or, where every cluster gives the same value, an exact "
+        "bound from how often a cluster could differ unseen. Largest effects lists the effects that stay "
+        "significant after Holm's correction: family-wise error 5% over each agent's level effects.",
+        _estimator_text(estimated.estimator),
+    ]
+
+
 def _aliased_effects(effects: Any) -> Any:
     """Effects of completely aliased factors, printed as what they are: "main effect or
     interaction" (the design cannot tell them apart), with their interval and Holm p."""
@@ -910,12 +936,17 @@ def _effects_tables(estimated: Any) -> list[tuple[str, Any]]:
         tables.append(
             ("Task-level effects (significant after Holm's correction over the agent's task rows)", out)
         )
-    fit = estimated.fit
-    if fit is not None and len(fit):
-        shown = fit.copy()
-        shown["lack_of_fit_p"] = [("-" if p != p else f"{p:.2g}") for p in shown["lack_of_fit_p"]]
-        tables.append(("Lack of fit of the main-effects model", shown))
     return tables
+
+
+def _effects_diagnostics(estimated: Any) -> list[tuple[str, Any]]:
+    """The effects model's diagnostics (the lack-of-fit table), shown folded."""
+    fit = estimated.fit
+    if fit is None or not len(fit):
+        return []
+    shown = fit.copy()
+    shown["lack_of_fit_p"] = [("-" if p != p else f"{p:.2g}") for p in shown["lack_of_fit_p"]]
+    return [("Lack of fit of the main-effects model", shown)]
 
 
 def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
@@ -933,7 +964,8 @@ def _design_text(design: dict[str, Any] | None, n_harnesses: int) -> list[str]:
         )
         lines.append(
             f"{len(design.get('flips', []))} one-factor flips (mode {design.get('mode')}): each pairs a "
-            "base harness with a copy that changes one factor."
+            "base harness with a copy that changes one factor. The effects come from these pairs, so the "
+            "base points need not fit a main-effects model themselves."
         )
     elif design.get("balance"):
         lines.append(_balance_text(design["balance"]))
@@ -964,12 +996,33 @@ def _balance_text(balance: dict[str, Any] | None) -> str:
         f"not balanced: level counts of a factor differ by up to {balance['level_imbalance']}, pair counts "
         f"deviate from the balanced value by up to {balance['pair_deviation']:.2f}, the largest "
         f"|correlation| between two factors' contrast columns is {balance['max_correlation']:.2f} and "
-        f"the D-efficiency of the main-effects model is {balance['d_efficiency']:.1f}% "
+        f"the D-efficiency of the main-effects model {_d_efficiency_text(balance)} "
         "(0 and 100% for an orthogonal array)."
     )
 
 
-def _estimator_text(estimator: str, design: dict[str, Any] | None) -> str:
+def _d_efficiency_text(balance: dict[str, Any]) -> str:
+    """``is X%``, or why it is not a number: fewer points than the main-effects model has
+    parameters (not defined), or enough points whose model columns are aliased (0)."""
+    d_eff, n, p = balance.get("d_efficiency"), balance.get("n"), balance.get("parameters")
+    if d_eff is None or d_eff != d_eff:
+        return (
+            f"is not defined: {n} point(s) cannot fit its {p} parameters"
+            if p
+            else "is not defined: too few points to fit it"
+        )
+    if d_eff == 0:  # a sweep.json written before "parameters" was recorded says 0 for both cases
+        too_few = f"{n} point(s) for {p} parameters" if p and n is not None and n < p else ""
+        return (
+            f"is not defined: {too_few}"
+            if too_few
+            else "is 0%: its columns are aliased in these points (or the points are fewer than its "
+            "parameters), so it cannot be fit from them alone"
+        )
+    return f"is {d_eff:.1f}%"
+
+
+def _estimator_text(estimator: str) -> str:
     from harness_gym.analysis.effects import PAIRED
 
     if estimator == PAIRED:
@@ -1031,29 +1084,47 @@ def _md_cell(value: Any) -> str:
 
 
 def _markdown(title: str, sections: Sequence[Section]) -> str:
+    """The Markdown report: collapsed sections print as ordinary ones (a plain-text record that
+    every Markdown reader shows the same way); parts are one heading level down."""
     parts = [f"# {title}\n"]
     for s in sections:
-        parts.append(f"## {s.title}\n")
-        parts.extend(t + "\n" for t in s.text)
-        if s.image:
-            parts.append(f"![{s.title}]({s.image})\n")
-        for caption, table in s.tables:
-            if caption:
-                parts.append(f"**{caption}**\n")
-            parts.append(_md_table(table))
-        if s.raw_markdown:
-            parts.append(s.raw_markdown)
+        parts.extend(_markdown_section(s, 2))
     return "\n".join(parts)
+
+
+def _markdown_section(s: Section, level: int) -> list[str]:
+    parts = [f"{'#' * level} {s.title}\n"]
+    parts.extend(t + "\n" for t in s.text)
+    if s.image:
+        parts.append(f"![{s.title}]({s.image})\n")
+    for caption, table in s.tables:
+        if caption:
+            parts.append(f"**{caption}**\n")
+        parts.append(_md_table(table))
+    if s.raw_markdown:
+        parts.append(s.raw_markdown)
+    for part in s.parts:
+        parts.extend(_markdown_section(part, min(level + 1, 6)))
+    return parts
 
 
 _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05em; }
+h1, h2, h3, h4, th { overflow-wrap: anywhere; }
 img { max-width: 100%; height: auto; display: block; margin: 1em 0; }
-table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
+.hg-table { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1.5em; }
+table { border-collapse: collapse; font-size: 0.8em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: left; }
 th { background: #f4f4f4; } code { background: #f4f4f4; padding: 0 0.2em; }
+table.hg-links { display: block; max-width: 100%; overflow-x: auto; margin: 0.5em 0 1.5em; }
 table.hg-links td a { text-decoration: none; }
+details.hg-fold { margin: 1em 0; }
+details.hg-fold > summary { cursor: pointer; color: #444; }
+details.hg-fold > summary > h2, details.hg-fold > summary > h3, details.hg-fold > summary > h4 {
+  display: inline; margin: 0; border: 0; }
+details.hg-fold[open] > summary { margin-bottom: 0.5em; }
 """
 
 
@@ -1066,24 +1137,35 @@ def _inline(text: str) -> str:
 def _html(title: str, sections: Sequence[Section], out: Path) -> str:
     body = [f"<h1>{html.escape(title)}</h1>"]
     for s in sections:
-        body.append(f"<h2>{html.escape(s.title)}</h2>")
-        body.extend(f"<p>{_inline(t)}</p>" for t in s.text)
-        if s.image:
-            data = base64.b64encode((out / s.image).read_bytes()).decode("ascii")
-            body.append(f'<img alt="{html.escape(s.title)}" src="data:image/png;base64,{data}">')
-        for caption, table in s.tables:
-            if caption:
-                body.append(f"<p><strong>{html.escape(caption)}</strong></p>")
-            body.append(
-                table.to_html(index=False, na_rep="-", border=0, escape=True)
-                if len(table)
-                else "<p>(none)</p>"
-            )
-        if s.raw_html:
-            body.append(s.raw_html)
+        body.extend(_html_section(s, 2, out))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+def _html_section(s: Section, level: int, out: Path) -> list[str]:
+    """A section's HTML; a collapsed one is a closed ``<details>`` whose summary is its heading.
+    Tables sit in a horizontally scrollable box, so a wide one never widens the page."""
+    h = min(level, 6)
+    heading = f"<h{h}>{html.escape(s.title)}</h{h}>"
+    body = [f'<details class="hg-fold"><summary>{heading}</summary>' if s.collapsed else heading]
+    body.extend(f"<p>{_inline(t)}</p>" for t in s.text)
+    if s.image:
+        data = base64.b64encode((out / s.image).read_bytes()).decode("ascii")
+        body.append(f'<img alt="{html.escape(s.title)}" src="data:image/png;base64,{data}">')
+    for caption, table in s.tables:
+        if caption:
+            body.append(f"<p><strong>{html.escape(caption)}</strong></p>")
+        shown = table.to_html(index=False, na_rep="-", border=0, escape=True) if len(table) else ""
+        body.append(f'<div class="hg-table">{shown}</div>' if len(table) else "<p>(none)</p>")
+    if s.raw_html:
+        body.append(s.raw_html)
+    for part in s.parts:
+        body.extend(_html_section(part, level + 1, out))
+    if s.collapsed:
+        body.append("</details>")
+    return body

@@ -54,8 +54,12 @@ class Balance:
     level_imbalance: int  # max over factors of (most frequent level count - least frequent)
     pair_deviation: float  # max |count of a level pair - its balanced value n / (s_i s_j)|
     max_correlation: float  # max |corr| between main-effect contrast columns of two factors
-    d_efficiency: float  # of the main-effects model, orthonormal coding, in percent
+    #: Of the main-effects model, orthonormal coding, in percent; NaN (not defined) when the
+    #: design has fewer points than the model has parameters; 0 when the points are enough but
+    #: the model's columns are aliased (its information matrix is singular).
+    d_efficiency: float
     orthogonal: bool  # every pair of levels of every two factors appears equally often
+    parameters: int = 0  # of the main-effects model: 1 + sum(levels - 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,8 +67,9 @@ class Balance:
             "level_imbalance": self.level_imbalance,
             "pair_deviation": round(self.pair_deviation, 4),
             "max_correlation": round(self.max_correlation, 4),
-            "d_efficiency": round(self.d_efficiency, 2),
+            "d_efficiency": round(self.d_efficiency, 2) if self.d_efficiency == self.d_efficiency else None,
             "orthogonal": self.orthogonal,
+            "parameters": self.parameters,
         }
 
     def describe(self) -> str:
@@ -73,8 +78,19 @@ class Balance:
         return (
             f"not orthogonal: level counts differ by up to {self.level_imbalance}, pair counts deviate "
             f"from balance by up to {self.pair_deviation:.2f}, max |correlation| between factors' "
-            f"contrast columns {self.max_correlation:.2f}, D-efficiency {self.d_efficiency:.1f}%"
+            f"contrast columns {self.max_correlation:.2f}, " + self.describe_d_efficiency()
         )
+
+    def describe_d_efficiency(self) -> str:
+        """The D-efficiency in words, saying why where it is not defined or zero."""
+        if self.d_efficiency != self.d_efficiency:
+            return (
+                f"D-efficiency not defined ({self.n} points cannot fit the {self.parameters} parameters "
+                "of the main-effects model)"
+            )
+        if self.d_efficiency == 0:
+            return "D-efficiency 0% (the main-effects model's columns are aliased: it cannot be fit)"
+        return f"D-efficiency {self.d_efficiency:.1f}%"
 
 
 @dataclass(frozen=True)
@@ -513,6 +529,9 @@ def balance(rows: np.ndarray, counts: Sequence[int]) -> Balance:
                 corr = max(corr, float(np.abs(c).max()))
     x = np.hstack([np.ones((n, 1)), *blocks])
     p = x.shape[1]
-    sign, logdet = np.linalg.slogdet(x.T @ x / max(n, 1))
-    d_eff = 100.0 * math.exp(logdet / p) if sign > 0 and n >= p else 0.0
-    return Balance(n, imbalance, deviation, corr, d_eff, imbalance == 0 and deviation < 1e-9)
+    if n < p:  # fewer points than parameters: the model cannot be fit, its efficiency is undefined
+        d_eff = math.nan
+    else:
+        sign, logdet = np.linalg.slogdet(x.T @ x / n)
+        d_eff = 100.0 * math.exp(logdet / p) if sign > 0 else 0.0
+    return Balance(n, imbalance, deviation, corr, d_eff, imbalance == 0 and deviation < 1e-9, p)
