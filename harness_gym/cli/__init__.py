@@ -48,6 +48,7 @@ from harness_gym.cli.common import (
     run_guarded,
     write_results,
 )
+from harness_gym.progress import progress_interval
 
 __all__ = ["CLIExit", "CommandError", "build_parser", "main", "resolve_env_ids", "write_results"]
 
@@ -93,6 +94,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
     def command() -> int:
         nonlocal args
         args = build_parser().parse_args(argv)
+        try:
+            progress_interval()  # a bad HARNESS_GYM_PROGRESS_INTERVAL is refused before any work
+        except ValueError as err:
+            raise CommandError(str(err)) from None
         load_plugins(args.imports or [])
         stdout = out or sys.stdout
         if args.command == "play":
