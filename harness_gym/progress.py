@@ -126,12 +126,17 @@ def progress_bar(total: int, desc: str, unit: str = "ep", enabled: bool = True, 
 def trainer_progress(desc: str, enabled: bool = True) -> tuple[bool, list[Any]]:
     """``(disable_tqdm, callbacks)`` for a transformers trainer: on a terminal, its own tqdm
     bars; elsewhere those are off (their redraws would fill the log) and the callback shows the
-    optimizer steps through :func:`progress_bar` (lines). ``enabled=False``: no progress at all."""
+    optimizer steps through :func:`progress_bar` (lines). Off too, for the rest of the process,
+    are transformers' other bars (loading and writing weights). ``enabled=False``: no progress
+    at all from the trainer."""
     if not enabled:
         return True, []
     if is_terminal(sys.stderr):
         return False, []
     from transformers import TrainerCallback
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
 
     class _Steps(TrainerCallback):
         bar: Any = None

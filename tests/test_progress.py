@@ -164,8 +164,12 @@ def test_transformers_trainers_show_lines_in_a_log(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(sys, "stderr", log)
     monkeypatch.setenv(PROGRESS_INTERVAL_ENV, "0")
     assert trainer_progress("sft-lm", enabled=False) == (True, [])
+    from transformers.utils import logging as transformers_logging
+
     disable_tqdm, [callback] = trainer_progress("sft-lm")
     assert disable_tqdm
+    assert not transformers_logging.is_progress_bar_enabled()  # loading and writing weights too
+    transformers_logging.enable_progress_bar()
     state = TrainerState(max_steps=4)
     callback.on_train_begin(None, state, None)
     for step in (1, 2, 3, 4):
