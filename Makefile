@@ -57,11 +57,13 @@ test-llm: setup
 
 # The OpenEnv server (harness-gym serve) against openenv's own client, TRL's GRPO through it (one
 # step of the embedded model on CPU) and the browser family behind it. openenv 0.10 pins
-# pillow < 13 (through gradio), so it lives in its own venv, .venv-openenv (docs/integrations.md).
+# pillow < 13 and tomlkit < 0.15 (through gradio) and adds ~60 packages, so it lives in its own
+# venv, .venv-openenv (docs/integrations.md).
 # That venv is layered on the project's: a .pth file adds .venv's site-packages after its own
 # (as --system-site-packages does for the system's), so torch, TRL and Playwright are installed
-# once; pip installs only what openenv adds or pins differently (pillow 12, which shadows .venv's
-# pillow 13 here; pip leaves .venv's copy alone, it is outside this environment).
+# once; pip installs only what openenv adds or pins differently (tomlkit 0.14, which shadows
+# .venv's 0.15.3 here; pip leaves .venv's copy alone, it is outside this environment; .venv's
+# pillow 11.3.0 already meets gradio's pin).
 OPENENV_VENV := .venv-openenv
 $(OPENENV_VENV)/.installed: pyproject.toml $(STAMP)
 	$(PYTHON) -m venv $(OPENENV_VENV)

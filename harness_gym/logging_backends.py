@@ -4,14 +4,18 @@ One :class:`RunLog` per run (SB3 training, the text policy's GRPO, GRPO-LM train
 or a search): ``log({"tag": value, ...}, step)`` then ``close()``. Two backends, each from the
 ``logs`` extra and imported only when chosen:
 
-* ``tensorboard``: event files in the log folder, written with ``tensorboard.summary.Writer``
-  (SB3 writes its own through its ``tensorboard_log`` option);
+* ``tensorboard``: event files in the log folder, each value a plain scalar (``simple_value``,
+  what SB3 writes through its ``tensorboard_log`` option and what TensorBoard's
+  ``EventAccumulator.Scalars`` reads; ``tensorboard.summary.Writer`` would write tensors);
 * ``wandb``: a run under ``<folder>/wandb/``, offline unless ``WANDB_MODE`` says otherwise (an
   offline run is uploaded later with ``wandb sync``).
 
 Sweeps and searches log their progress (cells done, success rate so far, errors) through the
 run log made current with :func:`active`; :func:`log_progress` is the one call the row writer
 makes. :func:`read_scalars` reads either backend's files back (tests and notebooks use it).
+
+Every tag is ``<prefix>/<key>``, the prefix naming the kind of run (:data:`TAG_PREFIXES`), the
+way SB3 logs ``rollout/ep_rew_mean``: runs of several kinds can share one ``--log-dir``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,18 @@ WANDB_PROJECT = "harness-gym"
 WANDB_CLOSE_SECONDS = 60.0  # the longest close() waits for wandb to finish writing the run file
 
 
+#: The tag prefix of each kind of run: a run of kind ``k`` logs key ``x`` as ``TAG_PREFIXES[k]/x``.
+#: SB3's own keys already name their section (``rollout/``, ``train/``, ``time/``): no prefix.
+TAG_PREFIXES = {
+    "sb3": "",
+    "text_policy": "text_policy",
+    "grpo_lm": "grpo_lm",
+    "sft_lm": "sft_lm",
+    "sweep": "sweep",
+    "search": "search",
+}
+
+
 class LogError(ValueError):
     """A log backend that is unknown or not installed."""
 
@@ -41,15 +57,30 @@ def _scalars(values: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
 
 
+def tag_name(kind: str, key: str) -> str:
+    """The tag a run of ``kind`` (a key of :data:`TAG_PREFIXES`) logs ``key`` under."""
+    if kind not in TAG_PREFIXES:
+        raise LogError(f"unknown kind of run {kind!r}; one of {', '.join(TAG_PREFIXES)}")
+    prefix = TAG_PREFIXES[kind]
+    return f"{prefix}/{key}" if prefix else key
+
+
 class RunLog:
-    """Where one run's scalars go; ``folder`` is what :func:`read_scalars` reads back."""
+    """Where one run's scalars go; ``folder`` is what :func:`read_scalars` reads back; each
+    key is logged under :func:`tag_name` of the run's ``kind``."""
 
     backend = ""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, kind: str) -> None:
+        tag_name(kind, "")  # an unknown kind fails here, before anything is written
         self.folder = folder
+        self.kind = kind
 
     def log(self, values: Mapping[str, Any], step: int) -> None:
+        """Log the numeric entries of ``values`` (others are left out) at ``step``."""
+        self._write({tag_name(self.kind, k): v for k, v in _scalars(values).items()}, int(step))
+
+    def _write(self, scalars: Mapping[str, float], step: int) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -63,20 +94,25 @@ class RunLog:
 
 
 class TensorBoardLog(RunLog):
-    """Scalars as TensorBoard events in ``folder``."""
+    """Scalars as TensorBoard events in ``folder``: one event per :meth:`log`, each value a
+    ``simple_value`` (as SB3's writer and ``torch.utils.tensorboard`` write scalars)."""
 
     backend = "tensorboard"
 
-    def __init__(self, folder: Path) -> None:
-        super().__init__(folder)
-        from tensorboard.summary import Writer
+    def __init__(self, folder: Path, kind: str) -> None:
+        super().__init__(folder, kind)
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
         folder.mkdir(parents=True, exist_ok=True)
-        self.writer = Writer(str(folder))
+        self.writer = EventFileWriter(str(folder))
 
-    def log(self, values: Mapping[str, Any], step: int) -> None:
-        for tag, value in _scalars(values).items():
-            self.writer.add_scalar(tag, value, step=int(step))
+    def _write(self, scalars: Mapping[str, float], step: int) -> None:
+        from tensorboard.compat.proto import event_pb2
+
+        event = event_pb2.Event(wall_time=time.time(), step=step)
+        for tag, value in scalars.items():
+            event.summary.value.add(tag=tag, simple_value=value)
+        self.writer.add_event(event)
         self.writer.flush()
 
     def close(self) -> None:
@@ -88,7 +124,8 @@ class WandbLog(RunLog):
 
     backend = "wandb"
 
-    def __init__(self, folder: Path, name: str, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, folder: Path, kind: str, name: str, config: Mapping[str, Any] | None = None) -> None:
+        tag_name(kind, "")
         import wandb
 
         folder.mkdir(parents=True, exist_ok=True)
@@ -102,10 +139,10 @@ class WandbLog(RunLog):
             reinit="create_new",
             settings=settings,
         )
-        super().__init__(Path(self.run.dir).parent)
+        super().__init__(Path(self.run.dir).parent, kind)
 
-    def log(self, values: Mapping[str, Any], step: int) -> None:
-        self.run.log(_scalars(values), step=int(step))
+    def _write(self, scalars: Mapping[str, float], step: int) -> None:
+        self.run.log(dict(scalars), step=step)
 
     def close(self) -> None:
         self.run.finish()
@@ -119,14 +156,17 @@ class WandbLog(RunLog):
             time.sleep(0.05)
 
 
-def open_log(backend: str, folder: str | Path, name: str, config: Mapping[str, Any] | None = None) -> RunLog:
-    """A run log of ``backend`` (one of :data:`LOG_BACKENDS`) writing under ``folder``."""
+def open_log(
+    backend: str, folder: str | Path, kind: str, name: str, config: Mapping[str, Any] | None = None
+) -> RunLog:
+    """A run log of ``backend`` (one of :data:`LOG_BACKENDS`) writing under ``folder`` the
+    scalars of a run of ``kind`` (a key of :data:`TAG_PREFIXES`); ``name`` names a W&B run."""
     if backend not in LOG_BACKENDS:
         raise LogError(f"--log must be one of {', '.join(LOG_BACKENDS)}, got {backend!r}")
     try:
         if backend == "tensorboard":
-            return TensorBoardLog(Path(folder))
-        return WandbLog(Path(folder), name, config)
+            return TensorBoardLog(Path(folder), kind)
+        return WandbLog(Path(folder), kind, name, config)
     except ImportError as err:
         raise LogError(f"--log {backend} needs {backend}: pip install 'harness-gym[logs]' ({err})") from None
 
@@ -145,13 +185,13 @@ def check_backend(backend: str | None) -> None:
 
 @contextlib.contextmanager
 def maybe_log(
-    backend: str | None, folder: str | Path, name: str, config: Mapping[str, Any] | None = None
+    backend: str | None, folder: str | Path, kind: str, name: str, config: Mapping[str, Any] | None = None
 ) -> Iterator[RunLog | None]:
     """``open_log(...)`` for the ``with`` block, closed after it; ``None`` when ``backend`` is None."""
     if backend is None:
         yield None
         return
-    run_log = open_log(backend, folder, name, config)
+    run_log = open_log(backend, folder, kind, name, config)
     try:
         yield run_log
     finally:
@@ -164,11 +204,11 @@ def check_log_dir(args: Any) -> None:
         raise LogError(f"--log-dir {args.log_dir} would be ignored: nothing is logged without --log")
 
 
-def cli_log(args: Any, name: str, config: Mapping[str, Any] | None = None) -> Any:
+def cli_log(args: Any, kind: str, name: str, config: Mapping[str, Any] | None = None) -> Any:
     """:func:`maybe_log` for a command's ``--log`` / ``--log-dir`` (default ``<--out>/logs``)."""
     check_log_dir(args)
     folder = args.log_dir or Path(args.out) / "logs"
-    return maybe_log(getattr(args, "log", None), folder, name, config)
+    return maybe_log(getattr(args, "log", None), folder, kind, name, config)
 
 
 # -- sweep and search progress ---------------------------------------------------------------
@@ -212,13 +252,13 @@ def log_progress(new_rows: Sequence[Mapping[str, Any]], done: int, total: int) -
         state.returns += float(row.get("episode_return") or 0.0)
     ok = state.cells - state.errors
     values = {
-        "progress/cells_done": state.cells,
-        "progress/fraction_done": done / total if total else 1.0,
-        "progress/errors": state.errors,
+        "cells_done": state.cells,
+        "fraction_done": done / total if total else 1.0,
+        "errors": state.errors,
     }
     if ok:
-        values["progress/success_rate"] = state.successes / ok
-        values["progress/mean_return"] = state.returns / ok
+        values["success_rate"] = state.successes / ok
+        values["mean_return"] = state.returns / ok
     state.run_log.log(values, step=state.cells)
 
 

@@ -110,6 +110,22 @@ def test_counts_in_the_readme_are_the_codes(pattern: str, actual: object) -> Non
     assert _stated(readme, pattern) == actual()  # type: ignore[operator]
 
 
+def test_integrations_page_states_the_pillow_this_venv_imports() -> None:
+    """docs/integrations.md states the pillow of the project's venv and of ``.venv-openenv``
+    (layered on it); in either venv (``make test`` and ``make test-openenv`` run this) the
+    stated version is the one installed."""
+    import importlib.metadata
+
+    try:
+        installed = importlib.metadata.version("pillow")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("pillow is not installed here (the browser extra)")
+    page = (DOCS / "integrations.md").read_text()
+    stated = re.search(r"`pillow==([\w.]+)` in both\s+venvs", page)
+    assert stated, "docs/integrations.md no longer states the venvs' pillow; update this test with it"
+    assert stated.group(1) == installed
+
+
 def test_sizes_in_the_harness_space_page_are_the_codes() -> None:
     from harness_gym.core.space import DEFAULT_SPACE
 

@@ -341,7 +341,7 @@ def train(
     )
     run_log = None
     if log == "wandb":
-        run_log = open_log("wandb", log_dir, f"{algo}-{task_id}-{trained_harness.id}", params)
+        run_log = open_log("wandb", log_dir, "sb3", f"{algo}-{task_id}-{trained_harness.id}", params)
         model.set_logger(sb3_logger(run_log))
     callback = TqdmCallback(f"train {algo}") if progress else None
     model.learn(total_timesteps=int(steps), callback=callback, tb_log_name=f"{algo}-{trained_harness.id}")

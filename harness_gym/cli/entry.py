@@ -40,10 +40,12 @@ from harness_gym.cli import (
 )
 from harness_gym.cli.common import (
     IMPORT_OPTION,
+    CommandError,
     Parser,
     load_plugins,
     run_guarded,
 )
+from harness_gym.progress import progress_interval
 
 VERBS = {
     "list": listing,
@@ -87,6 +89,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, inp: Text
     def command() -> int:
         nonlocal args
         args = build_parser().parse_args(argv)
+        try:
+            progress_interval()  # a bad HARNESS_GYM_PROGRESS_INTERVAL is refused before any work
+        except ValueError as err:
+            raise CommandError(str(err)) from None
         load_plugins(args.imports or [])
         stdout = out or sys.stdout
         if args.command == "play":

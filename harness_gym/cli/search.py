@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     output_dir(args.out)
     out.write(spec.describe() + "\n")
     out.flush()
-    with cli_log(args, "search", {"search": spec.describe()}) as run_log, active(run_log):
+    with cli_log(args, "search", "search", {"search": spec.describe()}) as run_log, active(run_log):
         result = run_search(
             spec,
             args.out,

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     output_dir(args.out)
     out.write(spec.describe() + "\n")
     out.flush()
-    with cli_log(args, f"sweep-{spec.id}", {"sweep_id": spec.id}) as run_log, active(run_log):
+    with cli_log(args, "sweep", f"sweep-{spec.id}", {"sweep_id": spec.id}) as run_log, active(run_log):
         result = sweeps.run_sweep(
             spec,
             args.out,

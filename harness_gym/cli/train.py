@@ -216,7 +216,7 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
     torch.manual_seed(args.seed)
     policy = TextPolicy(policy_cfg)
     trainer = TextPolicyGRPOTrainer(policy, factories, grpo)
-    with cli_log(args, f"text_policy-{args.grouping}", grpo.__dict__) as run_log:
+    with cli_log(args, "text_policy", f"text_policy-{args.grouping}", grpo.__dict__) as run_log:
         history = trainer.train(progress=True, log=run_log)
     path = save_run(
         policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history

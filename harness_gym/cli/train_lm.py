@@ -299,7 +299,7 @@ def run_sft(args: argparse.Namespace, out: TextIO) -> int:
             seed=args.seed,
             threads=args.threads,
         )
-        with cli_log(args, f"sft-lm-{task}", config.to_dict()) as run_log:
+        with cli_log(args, "sft_lm", f"sft-lm-{task}", config.to_dict()) as run_log:
             trained = train_sft_lm(config, args.out, log=run_log)
     except (TrainingSetupError, ChatTemplateError, EmbeddedModelError, ValueError) as err:
         raise CommandError(str(err)) from None
@@ -372,7 +372,7 @@ def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
             threads=args.threads,
             vllm_mode=args.vllm_mode,
         )
-        with cli_log(args, f"grpo-lm-{task}", config.to_dict()) as run_log:
+        with cli_log(args, "grpo_lm", f"grpo-lm-{task}", config.to_dict()) as run_log:
             trained = train_grpo_lm(config, args.out, log=run_log)
     except (TrainingSetupError, ChatTemplateError, EmbeddedModelError, ValueError) as err:
         raise CommandError(str(err)) from None

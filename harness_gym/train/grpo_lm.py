@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.harness import Harness
+from harness_gym.progress import trainer_progress
 from harness_gym.train.lm_dataset import GROUPINGS, EpisodeRow, build_dataset, build_rows
 from harness_gym.train.lm_rewards import DEFAULT_REWARDS, reward_functions
 from harness_gym.train.lm_rollout import RolloutConfig
@@ -235,6 +236,7 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
     rollout = HarnessRollout(rows, tokenizer, config.rollout)  # checks the chat template
     check_prompts_fit(rows, tokenizer, config.rollout)
     funcs, weights = reward_functions(tuple(config.rewards))
+    no_tqdm, bars = trainer_progress("grpo-lm", progress)  # lines, not redraws, in a log
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
         # One generation batch (every episode of a step) per optimizer step, trained on in
@@ -259,7 +261,7 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
         logging_steps=1,
         save_strategy="no",
         report_to="none",
-        disable_tqdm=not progress,
+        disable_tqdm=no_tqdm,
         model_init_kwargs={"dtype": torch.float32},
     )
     peft_config = None
@@ -302,7 +304,7 @@ def train_grpo_lm(config: GRPOLMConfig, out: str | Path, progress: bool = True, 
         processing_class=tokenizer,
         peft_config=peft_config,
         rollout_func=rollout,
-        callbacks=[_Log()],
+        callbacks=[_Log(), *bars],
     )
     start = time.perf_counter()
     trainer.train()

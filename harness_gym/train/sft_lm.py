@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.harness import Harness
+from harness_gym.progress import trainer_progress
 from harness_gym.train.grpo_lm import (
     TrainingSetupError,
     load_tokenizer,
@@ -336,6 +337,7 @@ def train_sft_lm(
         records.append(tokens)
     data_seconds = time.perf_counter() - started
     steps_per_epoch = -(-len(records) // config.batch_size)
+    no_tqdm, bars = trainer_progress("sft-lm", progress)  # lines, not redraws, in a log
     args = SFTConfig(
         output_dir=str(out / "trainer"),
         per_device_train_batch_size=min(config.micro_batch_size, config.batch_size),
@@ -353,7 +355,7 @@ def train_sft_lm(
         logging_steps=1,
         save_strategy="no",
         report_to="none",
-        disable_tqdm=not progress,
+        disable_tqdm=no_tqdm,
         model_init_kwargs={"dtype": torch.float32},
         dataset_num_proc=None,
     )
@@ -400,7 +402,7 @@ def train_sft_lm(
         train_dataset=Dataset.from_list(records),
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[_Log(), *([curve] if curve else []), *callbacks],
+        callbacks=[_Log(), *([curve] if curve else []), *bars, *callbacks],
     )
     start = time.perf_counter()
     trainer.train()
