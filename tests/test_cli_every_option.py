@@ -71,12 +71,25 @@ class Broken:
 def make(env):
     return Broken()
 """
+#: An agent that plays the first legal action, except under a reversed field order, where every
+#: reply is one no harness parses: its outcome differs between the two harnesses by construction.
+HARNESSED = """class Agent:
+    def __init__(self, broken):
+        self.broken = broken
+    def reset(self, seed=None):
+        pass
+    def act(self, observation, info):
+        return "no such action" if self.broken else info["legal_actions"][0]
+def make(env):
+    return Agent(env.unwrapped.harness.field_order == "reversed")
+"""
 INPUTS = {
     "space.yaml": SPACE,
     "space2.yaml": SPACE2,
     "search.yaml": SEARCH_SPACE,
     "agent.py": AGENT,
     "broken_agent.py": BROKEN,
+    "harnessed_agent.py": HARNESSED,
     "yaml_harness.yaml": "obs_format: yaml\n",
 }
 
@@ -234,6 +247,7 @@ HOW: dict[str, str] = {
     "eval seed": "test_eval_rows",
     "eval out": "test_eval_rows",
     "eval harness": "test_eval_rows",
+    "eval trajectories": "test_eval_trajectories",
     "eval model": "test_eval_model",
     "eval stochastic": "test_eval_model",
     "eval temperature": "test_eval_llm_options_reach_the_agents (seam)",
@@ -473,6 +487,63 @@ def test_eval_rows(run: Runner) -> None:
     assert not no_file.files and "Success rate" in no_file.out
 
 
+def _stored(result: Run, name: str = "rows/trajectories.jsonl.gz") -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.files[name].splitlines()]
+
+
+def test_eval_trajectories(run: Runner) -> None:
+    base = run.base(EVAL)  # with --out the default is pairs: one env, so the first seed
+    assert [t["seed"] for t in _stored(base)] == [0] and "rows/sweep.json" in base.files
+    assert not any(f.startswith("rows/") for f in ok(run([*EVAL, "--trajectories", "none"])).files)
+    three = [*EVAL, "--episodes", "3"]
+    every = ok(run([*three, "--trajectories", "all"]))
+    rows = every.rows("rows.jsonl")
+    assert [(t["seed"], t["success"]) for t in _stored(every)] == [(r["seed"], r["success"]) for r in rows]
+    for record, row in zip(_stored(every), rows):
+        steps = record["trajectory"]["steps"]
+        assert len(steps) == row["steps"] and all(s["observation"] and s["action"] for s in steps)
+    assert [t["seed"] for t in _stored(ok(run([*three, "--trajectories", "sample:2"])))] == [0, 1]
+    failed = ok(run([*three, "--trajectories", "failures"]))
+    lost = [r["seed"] for r in failed.rows("rows.jsonl") if not r["success"]]
+    assert [t["seed"] for t in _stored(failed)] == lost and 0 < len(lost) < 3
+    # A recording policy needs --out (the trajectories go beside the rows): refused, nothing written.
+    no_out = run([*EVAL[:-2], "--trajectories", "all"])
+    refused(no_out, "--trajectories all", "give --out")
+    assert not no_out.files
+    # The folder opens in the viewer and exports, as a sweep's does.
+    viewed = ok(run(["view", "@W/rows"], where=every.where))
+    assert "rows/view/index.html" in viewed.files and any(
+        f.startswith("rows/view/data/t_") for f in viewed.files
+    )
+    atif = ok(
+        run(["export", "--run", "@W/rows", "--format", "atif", "--out", "@W/t.jsonl"], where=every.where)
+    )
+    assert [a["extra"]["seed"] for a in atif.rows("t.jsonl")] == [0, 1, 2]
+    chat = ok(run(["export", "--run", "@W/rows", "--out", "@W/c.jsonl"], where=every.where))
+    assert len(chat.rows("c.jsonl")) == 3 and "messages" in chat.rows("c.jsonl")[0]
+
+
+def test_eval_trajectories_pairs_and_refusals(run: Runner) -> None:
+    """``pairs`` over two harnesses of one task keeps the first seed and both sides of every
+    pair whose outcomes differ; a folder holding a sweep is never overwritten."""
+    reversed_env = "harness_gym/ClickButton-JsonReversed-v0"
+    argv = ["eval", "--agent", "@W/harnessed_agent.py:make", "--env", ENV, "--env", reversed_env,
+            "--episodes", "6", "--out", "@W/rows.jsonl"]  # fmt: skip
+    paired = ok(run(argv))
+    rows = paired.rows("rows.jsonl")
+    wins = {r["seed"] for r in rows if r["success"]}
+    assert wins - {0} and not any(r["success"] for r in rows if r["env_id"].endswith("Reversed-v0"))
+    expected = sorted(
+        (r["env_id"].split("-")[1], r["seed"]) for r in rows if r["seed"] == 0 or r["seed"] in wins
+    )
+    assert sorted((t["harness_name"], t["seed"]) for t in _stored(paired)) == expected
+    assert json.loads(paired.files["rows/sweep.json"])["factors"] == ["field_order"]
+    swept = ok(run(SWEEP))
+    clash = run([*EVAL[:-1], "@W/run.jsonl", "--trajectories", "all"], where=swept.where)
+    refused(clash, "holds a sweep or search", "give another --out")
+    assert clash.files["run/sweep.json"] == swept.files["run/sweep.json"] and "run.jsonl" not in clash.files
+
+
 @pytest.fixture(scope="module")
 def model(run: Runner) -> Path:
     """A text policy trained for one iteration (seconds)."""
@@ -498,6 +569,7 @@ def test_eval_model(run: Runner, model: Path) -> None:
     argv = ["eval", "--model", str(model), "--env", ENV, "--episodes", "6", "--out", "@W/rows.jsonl"]
     greedy = ok(run(argv))
     assert "text_policy" in greedy.out and len(greedy.rows("rows.jsonl")) == 6
+    assert [t["seed"] for t in _stored(greedy)] == [0]  # --trajectories pairs, the default with --out
     sampled = ok(run([*argv, "--stochastic"]))
 
     def play(result: Run) -> list[Any]:

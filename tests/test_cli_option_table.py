@@ -43,6 +43,7 @@ VALUES: dict[str, list[str]] = {
     "unit": ["episode"], "group_size": ["2"], "groups_per_step": ["2"], "beta": ["0.1"],
     "max_tokens": ["16"], "temperature": ["0.5"], "vllm_mode": ["server"], "lr_scheduler": ["constant"],
     "warmup_steps": ["0"], "eval_every": ["5"], "curve_seeds": ["4"], "stop_at": ["0.5"],
+    "trajectories": ["all"],
 }  # fmt: skip
 
 

@@ -376,11 +376,13 @@ def evaluate(
     seed: int = 0,
     deterministic: bool = True,
     progress: bool = False,
+    record: bool = False,
 ) -> list[EpisodeResult]:
     """Play ``episodes`` episodes (seeds ``seed, seed+1, ...``) of ``env_id`` under any harness.
 
     ``env_id`` defaults to the training env; ``harness`` replaces its registered harness.
-    Rows record the harness played, and ``extra`` records the harness the model was trained under.
+    Rows record the harness played, and ``extra`` records the harness the model was trained under;
+    with ``record`` each row carries its trajectory (:mod:`harness_gym.rollout.trajectory`).
     """
     env = make_harness_env(env_id or trained.env_id, harness)
     task_id = unwrap_harness_env(env, "sb3.evaluate").task.task_id
@@ -389,7 +391,7 @@ def evaluate(
     agent = trained.agent(deterministic)
     results = []
     for s in progress_iter(range(seed, seed + episodes), episodes, f"eval {trained.algo}", enabled=progress):
-        row = run_episode(env, agent, s, trained.algo)
+        row = run_episode(env, agent, s, trained.algo, record=record)
         row.extra = {"trained_harness_id": trained.harness.id, "trained_env_id": trained.env_id}
         results.append(row)
     env.close()

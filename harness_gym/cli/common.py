@@ -508,17 +508,20 @@ def trajectory_policy(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(err).replace("--trajectories ", "")) from None
 
 
-def add_trajectory_argument(parser: argparse.ArgumentParser, default: str = "pairs") -> None:
-    """The ``--trajectories`` option of the verbs that play episodes."""
+def add_trajectory_argument(
+    parser: argparse.ArgumentParser, default: str | None = "pairs", default_text: str | None = None
+) -> None:
+    """The ``--trajectories`` option of the verbs that play episodes (``default`` None: the
+    verb resolves it, as ``default_text`` says)."""
     parser.add_argument(
         "--trajectories",
         type=trajectory_policy,
-        default=trajectory_policy(default),
+        default=None if default is None else trajectory_policy(default),
         metavar="none|failures|sample:N|all|pairs",
         help=(
             "which episodes keep a recorded trajectory beside the rows (for `harness-gym view`): "
             f"none, failures, sample:N (first N seeds of each cell group), all, or pairs "
             "(sample:1 plus every episode whose outcome differs from its paired partner's; "
-            f"default {default})"
+            f"default {default_text or default})"
         ),
     )

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from harness_gym.analysis.agent_spec import AGENT_FORMS
 from harness_gym.cli.common import (
     CommandError,
+    add_trajectory_argument,
     make_env,
     output_file,
     positive_int,
@@ -31,6 +32,10 @@ from harness_gym.cli.common import (
 from harness_gym.llm.cli_options import DEFAULT_IN_FLIGHT, LLM_OPTIONS, add_llm_arguments
 
 HELP = "evaluate agents on envs and print a success table"
+TRAJECTORIES_DEFAULT = (
+    "pairs with --out (stored in the run folder named like FILE without its suffix: "
+    "runs/ev.jsonl -> runs/ev/), none without --out"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", type=positive_int, default=10, help="episodes per (env, agent)")
     parser.add_argument("--seed", type=seed_int, default=0, help="episode i uses seed SEED + i")
     parser.add_argument("--out", help="write one row per episode to this .jsonl or .csv file")
+    add_trajectory_argument(parser, None, TRAJECTORIES_DEFAULT)
     add_model_eval_arguments(parser)
     add_llm_arguments(parser)
     remember_defaults(parser)
@@ -59,6 +65,50 @@ def add_model_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="replace every env's harness (preset name or YAML path), for --agent or --model",
     )
     parser.add_argument("--stochastic", action="store_true", help="with --model: sample instead of greedy")
+
+
+def trajectory_policy(args: argparse.Namespace) -> Any:
+    """The ``--trajectories`` policy eval runs with: as given, else ``pairs`` with ``--out``
+    (a researcher who keeps the rows can open the episodes behind them) and ``none`` without
+    (eval then writes no file at all). A recording policy without ``--out`` is refused: the
+    trajectories are stored beside the rows."""
+    from harness_gym.rows.trajectories import DEFAULT_POLICY, TrajectoryPolicy
+
+    given = args.trajectories
+    if given is None:
+        return TrajectoryPolicy.parse(DEFAULT_POLICY if args.out else "none")
+    if given.records and not args.out:
+        raise CommandError(
+            f"--trajectories {given} stores the trajectories beside the rows: give --out FILE "
+            "(they go to the folder FILE names without its suffix), or drop --trajectories"
+        )
+    return given
+
+
+def claim_run_folder(args: argparse.Namespace, policy: Any) -> Path | None:
+    """The run folder the trajectories go to (checked before any episode runs), or None."""
+    from harness_gym.analysis.eval_run import claim, run_folder
+    from harness_gym.analysis.sweep.spec import SweepError
+
+    if not policy.records:
+        return None
+    try:
+        return claim(run_folder(args.out))
+    except SweepError as err:
+        raise CommandError(str(err)) from None
+
+
+def write_run_folder(folder: Path | None, results: Sequence[Any], policy: Any, out: TextIO) -> None:
+    """Store the recorded trajectories (and the rows, as a sweep's) in ``folder``."""
+    from harness_gym.analysis.eval_run import write_run
+
+    if folder is None:
+        return
+    kept = write_run(folder, results, policy)
+    out.write(
+        f"kept {kept} trajectories ({policy}) in {folder}: harness-gym view {folder}, "
+        f"or harness-gym export --run {folder} --format atif\n"
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -87,6 +137,9 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     make(env_ids[0]).close()  # a bad --harness is one error line, before anything runs
     agents = [parse_agent(a) for a in apply_llm_options(args.agent or ["oracle", "random"], args)]
     out_path = output_file(args.out) if args.out else None
+    policy = trajectory_policy(args)
+    folder = claim_run_folder(args, policy)
+    record = policy.records
     seeds = [args.seed + i for i in range(args.episodes)]
     results: list[EpisodeResult] = []
     # The first env's agents are built before the progress bar starts, so that a user's
@@ -101,7 +154,10 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
         for env_id in env_ids:
             for k, agent in enumerate(agents):
                 if agent.batched:  # language models: episodes in flight, requests batched
-                    jobs = [Episode(lambda e=env_id: make(e), agent.build, s, agent.name) for s in seeds]
+                    jobs = [
+                        Episode(lambda e=env_id: make(e), agent.build, s, agent.name, record=record)
+                        for s in seeds
+                    ]
                     for _, result, err in run_batched(jobs, in_flight=args.in_flight or DEFAULT_IN_FLIGHT):
                         if err is not None:
                             raise err
@@ -114,7 +170,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
                     env = make(env_id)
                     built = agent.build(env)
                 for seed in seeds:
-                    yield run_episode(env, built, seed, agent.name)
+                    yield run_episode(env, built, seed, agent.name, record=record)
                 env.close()
 
     for result in progress(episodes(), total=len(env_ids) * len(agents) * len(seeds), desc="eval"):
@@ -123,6 +179,7 @@ def run_agents(args: argparse.Namespace, out: TextIO) -> int:
     if out_path is not None:
         write_results(results, out_path)
         out.write(f"wrote {len(results)} rows to {args.out}\n")
+    write_run_folder(folder, results, policy, out)
     lost = [r for r in results if r.error is not None]
     write_summary([r for r in results if r.error is None], out)
     if lost:
@@ -205,6 +262,8 @@ def run_model_eval(args: argparse.Namespace, out: TextIO) -> int:
     if harness is not None:
         resolve_harness(harness)  # a bad preset or YAML file fails before the model loads
     out_path = output_file(args.out) if getattr(args, "out", None) else None
+    kept = trajectory_policy(args)  # (``policy`` is the text policy below)
+    folder = claim_run_folder(args, kept)
     episodes, seed = args.episodes, args.seed
     greedy = not getattr(args, "stochastic", False)
     rows: list[Any] = []
@@ -218,7 +277,7 @@ def run_model_eval(args: argparse.Namespace, out: TextIO) -> int:
             env = make_env(env_id, harness)
             agent = TextPolicyAgent(policy, greedy=greedy, seed=seed)
             for s in progress(range(seed, seed + episodes), episodes, env_id):
-                rows.append(run_episode(env, agent, s, "text_policy"))
+                rows.append(run_episode(env, agent, s, "text_policy", record=kept.records))
             env.close()
     else:
         from harness_gym.baselines import sb3
@@ -235,6 +294,7 @@ def run_model_eval(args: argparse.Namespace, out: TextIO) -> int:
                     seed=seed,
                     deterministic=greedy,
                     progress=True,
+                    record=kept.records,
                 )
             )
     out.write(f"model {model_dir} ({run['algo']}, task {run['task_id']}, trained under {trained_on})\n")
@@ -242,6 +302,7 @@ def run_model_eval(args: argparse.Namespace, out: TextIO) -> int:
     if out_path is not None:
         write_results(rows, out_path)
         out.write(f"wrote {len(rows)} rows to {args.out}\n")
+    write_run_folder(folder, rows, kept, out)
     return 0
 
 

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from harness_gym.cli import train_lm
 from harness_gym.cli.common import (
     CommandError,
+    add_trajectory_argument,
     check_family_options,
     json_object,
     make_env,
@@ -34,6 +35,7 @@ HELP = "train an RL baseline (SB3 or the text policy) and save it with its harne
 SB3_ALGOS = ("maskable_ppo", "ppo", "dqn")
 TRAIN_ALGOS = (*SB3_ALGOS, "text_policy", *train_lm.LM_ALGOS)
 SFT, GRPO = train_lm.LM_ALGOS
+EVAL_DIR = "eval"  # <--out>/eval: the evaluation episodes' run folder (recorded trajectories)
 
 #: Which algos read each option that not every algo reads (by argparse ``dest``). An option
 #: given with another algo is refused, never ignored: :func:`refuse_unread`.
@@ -45,6 +47,7 @@ READ_BY: dict[str, tuple[str, ...]] = {
     "n_envs": SB3_ALGOS,
     "iterations": ("text_policy",),
     "grouping": ("text_policy", GRPO),
+    "trajectories": (*SB3_ALGOS, "text_policy"),
     **{dest: train_lm.LM_ALGOS for dest in train_lm.LM_OPTIONS},
     **{dest: (SFT,) for dest in train_lm.SFT_ONLY},
     **{dest: (GRPO,) for dest in train_lm.GRPO_ONLY},
@@ -99,6 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-episodes", type=non_negative_int, default=100, help="evaluate on seeds 0.. after training"
     )
+    add_trajectory_argument(parser, "pairs", "pairs; of the evaluation episodes, stored in <--out>/eval/")
     add_log_arguments(parser, "<--out>/logs")
     train_lm.add_arguments(parser)
     parser.set_defaults(option_defaults={a.dest: a.default for a in parser._actions if a.option_strings})
@@ -123,6 +127,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except LogError as err:
         raise CommandError(str(err)) from None
     refuse_unread(args)
+    defaults = getattr(args, "option_defaults", {})
+    if args.eval_episodes == 0 and args.trajectories != defaults.get("trajectories"):
+        raise CommandError(
+            f"--trajectories {args.trajectories} records the evaluation episodes: "
+            "--eval-episodes 0 plays none"
+        )
     if args.algo in train_lm.LM_ALGOS:
         return train_lm.run(args, out)
     if args.algo == "text_policy":
@@ -149,11 +159,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if unknown:
             raise CommandError(f"--hyperparams: {args.algo} takes no {', '.join(unknown)}")
     output_dir(args.out)
+    folder = _eval_folder(args)
     import torch
 
     torch.set_num_threads(max(1, args.threads))
     if args.algo == "text_policy":
-        return _train_text_policy(args, hyperparams, out)
+        return _train_text_policy(args, hyperparams, out, folder)
     from harness_gym.baselines import sb3
     from harness_gym.wrappers.encoding import HashedFeatures
 
@@ -178,13 +189,41 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     path = trained.save(args.out)
     out.write(f"saved {args.algo} model trained under harness {trained.harness.id} to {path}\n")
     if args.eval_episodes > 0:
-        rows = sb3.evaluate(trained, episodes=args.eval_episodes, progress=True)
+        rows = sb3.evaluate(trained, episodes=args.eval_episodes, progress=True, record=folder is not None)
         rate = sum(r.success for r in rows) / len(rows)
         out.write(f"success on {args.env[0]} (seeds 0..{args.eval_episodes - 1}): {100 * rate:.1f}%\n")
+        _store_eval(folder, rows, args, out)
     return 0
 
 
-def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], out: TextIO) -> int:
+def _eval_folder(args: argparse.Namespace) -> Path | None:
+    """Where the evaluation episodes' trajectories go (``--out/eval``, a run folder that
+    ``harness-gym view`` reads), checked before training; None when nothing is recorded."""
+    from harness_gym.analysis.eval_run import claim
+    from harness_gym.analysis.sweep.spec import SweepError
+
+    if args.eval_episodes == 0 or not args.trajectories.records:
+        return None
+    try:
+        return claim(Path(args.out) / EVAL_DIR)
+    except SweepError as err:
+        raise CommandError(str(err)) from None
+
+
+def _store_eval(folder: Path | None, rows: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+    from harness_gym.analysis.eval_run import write_run
+
+    if folder is not None:
+        kept = write_run(folder, rows, args.trajectories, label=f"train {args.algo}")
+        out.write(
+            f"kept {kept} evaluation trajectories ({args.trajectories}) in {folder}: "
+            f"harness-gym view {folder}\n"
+        )
+
+
+def _train_text_policy(
+    args: argparse.Namespace, hyperparams: dict[str, Any], out: TextIO, folder: Path | None = None
+) -> int:
     import torch
 
     from harness_gym.baselines.text_policy import (
@@ -222,10 +261,25 @@ def _train_text_policy(args: argparse.Namespace, hyperparams: dict[str, Any], ou
         policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history
     )
     out.write(f"saved text policy ({args.grouping} grouping, {len(factories)} harness(es)) to {path}\n")
-    if args.eval_episodes > 0:
+    if args.eval_episodes > 0 and folder is None:
         for env_id, factory in zip(args.env, factories):
             rate = success_rate(policy, factory, range(args.eval_episodes))
             out.write(f"success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate:.1f}%\n")
+    elif args.eval_episodes > 0:  # recorded: the same greedy episodes, one at a time
+        from harness_gym.baselines.text_policy import TextPolicyAgent
+        from harness_gym.rollout import run_episode
+
+        rows = []
+        for env_id, factory in zip(args.env, factories):
+            env = factory()
+            agent = TextPolicyAgent(policy, greedy=True, seed=args.seed)
+            seeds = range(args.eval_episodes)
+            played = [run_episode(env, agent, s, "text_policy", record=True) for s in seeds]
+            env.close()
+            rate = sum(r.success for r in played) / len(played)
+            out.write(f"success on {env_id} (seeds 0..{args.eval_episodes - 1}): {100 * rate:.1f}%\n")
+            rows.extend(played)
+        _store_eval(folder, rows, args, out)
     return 0
 
 

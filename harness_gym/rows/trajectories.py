@@ -1,6 +1,7 @@
 """Recorded trajectories, stored beside the rows: which to keep, how they are written and read.
 
-File layout, in a folder of rows (a sweep, a search, an ``eval --out`` folder)::
+File layout, in a folder of rows (a sweep, a search, an eval's or a train's evaluation run
+folder: :mod:`harness_gym.analysis.eval_run`)::
 
     DIR/trajectories.jsonl.gz   one gzip member per episode: a JSON line {index, agent, task_id,
                                 harness_name, harness_id, seed, success, trajectory}
