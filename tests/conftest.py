@@ -37,11 +37,23 @@ def preset(request: pytest.FixtureRequest) -> str:
 def task_registry_restored() -> Iterator[None]:
     """Each test module leaves ``TASKS`` as it found it: ``browser.register()`` (its default joins
     ~130 real-browser tasks to the registry) in one module made listings and ``validate web`` of
-    later modules depend on which worker ran what."""
+    later modules depend on which worker ran what. The variables through which a process hands
+    its registrations to its children (Harbor folders, plugin modules) are put back too: a Harbor
+    registration in one module made a later module's clean ``import harness_gym`` load the
+    terminal family's tasks."""
+    from harness_gym.core.plugins import IMPORT_VAR
+    from harness_gym.envs.terminal.harbor import HARBOR_DIRS_VARIABLE
+
     before = dict(TASKS)
+    handed_on = {name: os.environ.get(name) for name in (IMPORT_VAR, HARBOR_DIRS_VARIABLE)}
     yield
     TASKS.clear()
     TASKS.update(before)
+    for name, value in handed_on.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="module")

@@ -81,14 +81,29 @@ def _break(env: BrowserEnv, how: str) -> int:
     return pid
 
 
-def _recovers(env: BrowserEnv, old_pids: set[int], launches: int) -> None:
-    """The next reset runs in a new browser, none of the old one's processes is left, and an
-    episode succeeds."""
+def _start_time(pid: int) -> str | None:
+    """The process's start time (``/proc/PID/stat`` field 22), None once it is gone or a zombie:
+    with the PID it names one process, not a later one that reused the number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _session_processes(env: BrowserEnv) -> dict[int, str | None]:
+    return {pid: _start_time(pid) for pid in env.task.session.pids()}
+
+
+def _recovers(env: BrowserEnv, old: dict[int, str | None], launches: int) -> None:
+    """The next reset runs in a new browser, none of the old one's processes is left alive (a
+    process is its PID and start time: a busy machine reuses PIDs), and an episode succeeds."""
     _, info = env.reset(seed=11)
     assert info["browser_error"] is None
     assert env.task.session.launches == launches + 1
-    assert not old_pids & set(env.task.session.pids())
-    assert not [pid for pid in old_pids if processes_matching(str(pid)) and os.path.exists(f"/proc/{pid}")]
+    assert not set(old) & set(env.task.session.pids())
+    assert not [pid for pid, began in old.items() if began is not None and _start_time(pid) == began]
     done = False
     while not done:
         _, reward, terminated, truncated, info = env.step(env.oracle_action())
@@ -102,7 +117,7 @@ def test_a_step_on_a_crashed_or_frozen_browser_answers_in_time_and_the_next_rese
 ) -> None:
     env.reset(seed=4)
     launches = env.task.session.launches
-    old = set(env.task.session.pids())
+    old = _session_processes(env)
     pid = _break(env, how)
     try:
         began = time.monotonic()
@@ -135,7 +150,7 @@ def test_a_reset_on_a_crashed_or_frozen_browser_answers_in_time_and_the_next_res
     env.reset(seed=4)
     env.step(env.oracle_action())
     launches = env.task.session.launches
-    old = set(env.task.session.pids())
+    old = _session_processes(env)
     pid = _break(env, how)
     try:
         began = time.monotonic()
@@ -199,7 +214,7 @@ def test_a_frozen_playwright_driver_is_killed_past_the_deadline_and_the_next_res
     env = driven_env
     env.reset(seed=4)
     launches = env.task.session.launches
-    old = set(env.task.session.pids())
+    old = _session_processes(env)
     node = _driver_pid(env)
     os.kill(node, signal.SIGSTOP)
     try:

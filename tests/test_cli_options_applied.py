@@ -85,15 +85,31 @@ def test_unknown_sb3_hyperparams_are_refused_before_any_work(tmp_path: Path) -> 
     assert not (tmp_path / "new").exists()
 
 
+def test_text_policy_hyperparams_are_refused_before_any_folder_is_made(tmp_path: Path) -> None:
+    """A key neither of the text policy's configs takes, a flag's own key, or a value a config
+    refuses: one line, before --out (or its eval/ run folder) is made."""
+    argv = ["train", "--algo", "text_policy", "--env", ENV, "--out", str(tmp_path / "a" / "b")]
+    for bad, says in [
+        ('{"bogus": 1}', "bogus"),
+        ('{"iterations": 3}', "iterations"),
+        ('{"grouping": "sideways"}', "grouping"),
+    ]:
+        with pytest.raises(CLIExit, match=f"--hyperparams: .*{says}"):
+            main([*argv, "--hyperparams", bad])
+        assert not (tmp_path / "a").exists()
+
+
 def test_a_refused_command_leaves_no_folder_it_made(tmp_path: Path) -> None:
-    """The text policy's --hyperparams are read after the output probe made --out (and its
-    parents): the refusal removes what it made, and keeps a folder that was already there."""
-    argv = ["train", "--algo", "text_policy", "--env", ENV, "--hyperparams", '{"bogus": 1}']
-    with pytest.raises(CLIExit, match="--hyperparams"):
+    """Two --env of different tasks are refused only once the text policy builds them, after
+    --out and its eval/ run folder (the evaluation's trajectories) were made: the refusal removes
+    every folder it made, and keeps a folder that was already there."""
+    other = "harness_gym/EnterText-Json-v0"
+    argv = ["train", "--algo", "text_policy", "--env", ENV, "--env", other, "--trajectories", "all"]
+    with pytest.raises(CLIExit, match="same task"):
         main([*argv, "--out", str(tmp_path / "a" / "b" / "c")])
     assert not (tmp_path / "a").exists()
     (tmp_path / "kept").mkdir()
-    with pytest.raises(CLIExit, match="--hyperparams"):
+    with pytest.raises(CLIExit, match="same task"):
         main([*argv, "--out", str(tmp_path / "kept" / "c")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"] and not any((tmp_path / "kept").iterdir())
 

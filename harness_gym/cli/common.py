@@ -133,6 +133,15 @@ def run_guarded(command: Callable[[], int], debug: bool | Callable[[], bool] = F
 _created_dirs: list[Path] = []
 
 
+def note_new_folders(path: str | Path) -> None:
+    """Remember the folders among ``path`` and its parents that do not exist yet, so a command
+    that fails after making them removes those still empty (every folder a command makes before
+    its work starts goes through here: ``--out``, a file's parents, a run folder for trajectories)."""
+    absolute = Path(path).absolute()
+    missing = [p for p in (absolute, *absolute.parents) if not p.exists() and not p.is_symlink()]
+    _created_dirs.extend(m for m in reversed(missing) if m not in _created_dirs)
+
+
 def _remove_empty_created_dirs() -> None:
     """Remove the folders this command created that are still empty (``rmdir`` leaves any
     folder that holds something: a refused command leaves nothing, a failed run keeps its work)."""
@@ -429,6 +438,7 @@ def output_file(path: str | Path, flag: str = "--out") -> Path:
     path = Path(path)
     if path.is_dir():
         raise CommandError(f"{flag} {path} is a folder; give a file name such as {path / 'rows.jsonl'}")
+    note_new_folders(path.parent)
     _check_writable_under(path, flag)
     if path.exists() and not os.access(path, os.W_OK):
         raise CommandError(f"{flag} {path} cannot be written: permission denied")
@@ -450,8 +460,7 @@ def output_dir(path: str | Path, flag: str = "--out") -> Path:
     read-only mount, and a training run found out only when it saved its model. So the folder
     is created and a file is written and removed in it: what the OS refuses is found now."""
     path = Path(path)
-    missing = [p for p in (path.absolute(), *path.absolute().parents) if not p.exists()]
-    _created_dirs.extend(reversed(missing))  # removed again if the command fails while empty
+    note_new_folders(path)  # removed again if the command fails while empty
     if path.exists() and not path.is_dir():
         raise CommandError(f"{flag} {path} is a file; this command writes a folder there")
     if not path.is_dir():

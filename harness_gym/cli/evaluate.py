@@ -19,6 +19,7 @@ from harness_gym.cli.common import (
     CommandError,
     add_trajectory_argument,
     make_env,
+    note_new_folders,
     output_file,
     positive_int,
     read_json_object,
@@ -93,7 +94,9 @@ def claim_run_folder(args: argparse.Namespace, policy: Any) -> Path | None:
     if not policy.records:
         return None
     try:
-        return claim(run_folder(args.out))
+        folder = run_folder(args.out)
+        note_new_folders(folder)
+        return claim(folder)
     except SweepError as err:
         raise CommandError(str(err)) from None
 

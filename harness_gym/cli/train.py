@@ -24,6 +24,7 @@ from harness_gym.cli.common import (
     json_object,
     make_env,
     non_negative_int,
+    note_new_folders,
     output_dir,
     positive_int,
     require_env_id,
@@ -158,13 +159,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         unknown = unknown_hyperparams(args.algo, hyperparams)
         if unknown:
             raise CommandError(f"--hyperparams: {args.algo} takes no {', '.join(unknown)}")
+    # the text policy's configs are built before any folder is made (a bad key or value is refused)
+    configs = _text_policy_configs(args, hyperparams) if args.algo == "text_policy" else None
     output_dir(args.out)
     folder = _eval_folder(args)
     import torch
 
     torch.set_num_threads(max(1, args.threads))
-    if args.algo == "text_policy":
-        return _train_text_policy(args, hyperparams, out, folder)
+    if configs is not None:
+        return _train_text_policy(args, configs, out, folder)
     from harness_gym.baselines import sb3
     from harness_gym.wrappers.encoding import HashedFeatures
 
@@ -205,6 +208,7 @@ def _eval_folder(args: argparse.Namespace) -> Path | None:
     if args.eval_episodes == 0 or not args.trajectories.records:
         return None
     try:
+        note_new_folders(Path(args.out) / EVAL_DIR)
         return claim(Path(args.out) / EVAL_DIR)
     except SweepError as err:
         raise CommandError(str(err)) from None
@@ -221,31 +225,33 @@ def _store_eval(folder: Path | None, rows: list[Any], args: argparse.Namespace, 
         )
 
 
-def _train_text_policy(
-    args: argparse.Namespace, hyperparams: dict[str, Any], out: TextIO, folder: Path | None = None
-) -> int:
-    import torch
-
-    from harness_gym.baselines.text_policy import (
-        TextPolicy,
-        TextPolicyConfig,
-        TextPolicyGRPOConfig,
-        TextPolicyGRPOTrainer,
-        save_run,
-        success_rate,
-    )
+def _text_policy_configs(args: argparse.Namespace, hyperparams: dict[str, Any]) -> tuple[Any, Any]:
+    """The text policy's (model, GRPO) configs from ``--hyperparams`` and the flags; a key
+    neither takes, or a value either refuses, is one line."""
+    from harness_gym.baselines.text_policy import TextPolicyConfig, TextPolicyGRPOConfig
 
     policy_keys = set(TextPolicyConfig().to_dict())
-    policy_cfg = TextPolicyConfig.from_dict({k: v for k, v in hyperparams.items() if k in policy_keys})
     try:
+        policy_cfg = TextPolicyConfig.from_dict({k: v for k, v in hyperparams.items() if k in policy_keys})
         grpo = TextPolicyGRPOConfig(
             iterations=args.iterations,
             grouping=args.grouping,
             seed=args.seed,
             **{k: v for k, v in hyperparams.items() if k not in policy_keys},
         )
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise CommandError(f"--hyperparams: {err}") from None
+    return policy_cfg, grpo
+
+
+def _train_text_policy(
+    args: argparse.Namespace, configs: tuple[Any, Any], out: TextIO, folder: Path | None = None
+) -> int:
+    import torch
+
+    from harness_gym.baselines.text_policy import TextPolicy, TextPolicyGRPOTrainer, save_run, success_rate
+
+    policy_cfg, grpo = configs
     factories = [_factory(env_id, args.harness) for env_id in args.env]
     probes = [f() for f in factories]
     task_ids = {p.unwrapped.task.task_id for p in probes}
