@@ -398,10 +398,15 @@ def throughput(args: argparse.Namespace) -> None:
     # (a fresh document per episode); Farama as shipped; Farama without screenshots.
     kinds = ["ours", "port", "fresh", "shots", "noshots"]
     warnings.simplefilter("ignore", DevToolsPortWarning)  # measured on purpose
-    sessions = {k: BrowserSession(devtools=o.get("devtools")) for k, o in OURS.items()}
+    # One browser per env, as make_browser_env gives by default and as Farama's env has: a session
+    # shared by the ten tasks would start each task's turn in a new document (a session reuses
+    # only its active page), a cost no single training loop pays.
+    sessions = {
+        (k, t): BrowserSession(devtools=o.get("devtools")) for k, o in OURS.items() for t in args.tasks
+    }
     envs: dict[str, dict[str, gym.Env]] = {
         k: {
-            t: make_browser_env(task_id_for(t), session=sessions[k], reuse_page=o.get("reuse_page", True))
+            t: make_browser_env(task_id_for(t), session=sessions[k, t], reuse_page=o.get("reuse_page", True))
             for t in args.tasks
         }
         for k, o in OURS.items()

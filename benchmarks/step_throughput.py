@@ -16,11 +16,17 @@ the mean over tasks and on the worst task.
 package on a loaded machine: each round runs once in a child process importing
 ``harness_gym`` from ``DIR`` and once from this checkout, alternating, and both columns of
 ratios are printed side by side.
+
+``--draws`` prints, per task, what no faster code can remove while every instance stays the
+same: the task's random draws (each reset's ``default_rng`` and the calls on it that decide
+the instance, recorded, then replayed alone) against CartPole-v1's step, per reset and per
+step of a random policy's episode.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -29,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -136,6 +143,77 @@ def verdicts(ratio: dict[str, float]) -> list[str]:
     ]
 
 
+class _Recorder:
+    """A generator that records the calls made on it (name and arguments) and answers them."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng, self.calls = rng, []
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        method = getattr(self.rng, name)
+
+        def call(*a: object, **k: object) -> object:
+            self.calls.append((name, a, k))
+            return method(*a, **k)
+
+        return call
+
+
+def draws(args: argparse.Namespace) -> None:
+    """Per task: a reset, and the random draws that decide its instance, as CartPole-v1 steps."""
+    cart = min(time_cartpole(args.steps, r) for r in range(args.rounds))
+    seeds = range(300)
+
+    def best(run: Callable[[], None]) -> float:
+        times = []
+        for _ in range(args.rounds):
+            start = clock()
+            run()
+            times.append(clock() - start)
+        return min(times) / len(seeds) / cart
+
+    header = f"{'task':<18}{'episode':>9}{'reset':>9}{'its draws':>11}{'draws per step':>16}"
+    print(header, "  (x CartPole-v1 step; episode: steps of the random policy)")
+    for task_id in args.tasks:
+        task = harness_gym.get_task(task_id)()
+        calls = []
+        for seed in seeds:
+            recorder = _Recorder(np.random.default_rng(seed))
+            task.reset(recorder)  # type: ignore[arg-type]
+            calls.append(recorder.calls)
+        reset = best(functools.partial(_resets, task, seeds))
+        drawn = best(functools.partial(_replay, seeds, calls))
+        length = _episode_length(task_id, args.steps)
+        print(f"{task_id:<18}{length:>9.2f}{reset:>8.2f}x{drawn:>10.2f}x{drawn / length:>15.2f}x")
+
+
+def _resets(task: Any, seeds: range) -> None:
+    for seed in seeds:
+        task.reset(np.random.default_rng(seed))
+
+
+def _replay(seeds: range, calls: list[list[tuple[str, tuple, dict]]]) -> None:
+    for seed, made in zip(seeds, calls, strict=True):
+        rng = np.random.default_rng(seed)
+        for name, a, k in made:
+            getattr(rng, name)(*a, **k)
+
+
+def _episode_length(task_id: str, steps: int) -> float:
+    """Mean steps per episode of the random legal-action policy the timings use."""
+    env = gym.make(f"harness_gym/{task_id}-Json-v0")
+    picks = np.random.default_rng(0).random(steps)
+    _, info = env.reset(seed=0)
+    episodes = 0
+    for i in range(steps):
+        legal = info["legal_actions"]
+        _, _, terminated, truncated, info = env.step(legal[int(picks[i] * len(legal))])
+        if terminated or truncated:
+            episodes += 1
+            _, info = env.reset()
+    return steps / max(episodes, 1)
+
+
 def web_tasks() -> list[str]:
     from harness_gym.core.registry import family_of
 
@@ -193,6 +271,7 @@ def main() -> None:
     parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="wall or process CPU time")
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets to time (default: all)")
     parser.add_argument("--against", type=Path, help="another checkout's root, timed alternately")
+    parser.add_argument("--draws", action="store_true", help="the random draws' floor per task")
     parser.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -212,6 +291,9 @@ def main() -> None:
         if unknown_tasks:
             parser.error(f"unknown task(s) {unknown_tasks}; choose from {web_tasks()}")
         runs = f"steps/round={args.steps} rounds={args.rounds} clock={args.clock}"
+        if args.draws:
+            draws(args)
+            return
         print(f"every task: {runs} presets={len(args.presets)}")
         every_task(args)
         return
