@@ -27,15 +27,10 @@ import pandas as pd
 import pytest
 from effects_spaces import BINARY, MIXED, xml_and_yaml, xml_only
 
-from harness_gym.analysis.effects import (
-    _lack_of_fit,
-    _one_way,
-    _orthonormal,
-    alias_profile,
-    build_model,
-    factor_effects,
-    mean_zero_test,
-)
+from harness_gym.analysis.effects import factor_effects
+from harness_gym.analysis.effects_aliasing import _lack_of_fit, _orthonormal, alias_profile
+from harness_gym.analysis.effects_inference import _one_way, mean_zero_test
+from harness_gym.analysis.effects_model import build_model
 from harness_gym.analysis.sweep.spec import select_design
 from harness_gym.core.space import HarnessSpace
 
@@ -348,7 +343,7 @@ def test_every_statement_against_the_truth_over_100_design_seeds(design, agent) 
 
 
 def test_no_detectable_effect_names_the_minimum_detectable_effect() -> None:
-    from harness_gym.analysis.effects import minimum_detectable
+    from harness_gym.analysis.effects_inference import minimum_detectable
     from harness_gym.analysis.report import _effects_text
 
     # one test, a 95% interval of half-width 0.1: se 0.051, MDE (1.96 + 0.84) se = 0.143

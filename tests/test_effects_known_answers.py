@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 from effects_spaces import BINARY, MIXED, xml_and_yaml, xml_only
 
-from harness_gym.analysis.effects import cluster_t, factor_effects, holm
+from harness_gym.analysis.effects import factor_effects
+from harness_gym.analysis.effects_inference import cluster_t, holm
 from harness_gym.analysis.sweep.spec import SweepError, SweepSpec
 from harness_gym.core.designs import clear_design, interaction_aliasing, orthogonal_array
 from harness_gym.core.space import HarnessSpace

@@ -96,7 +96,7 @@ def variance_decomposition(rows: Any, value: str = "success", model: Any = None)
     """
     import pandas as pd
 
-    from harness_gym.analysis.effects import harness_sums_of_squares
+    from harness_gym.analysis.effects_model import harness_sums_of_squares
 
     ok = _ok(rows)
     records = []
