@@ -344,7 +344,7 @@ def test_every_statement_against_the_truth_over_100_design_seeds(design, agent) 
 
 def test_no_detectable_effect_names_the_minimum_detectable_effect() -> None:
     from harness_gym.analysis.effects_inference import minimum_detectable
-    from harness_gym.analysis.report import _effects_text
+    from harness_gym.analysis.report_effects import _effects_text
 
     # one test, a 95% interval of half-width 0.1: se 0.051, MDE (1.96 + 0.84) se = 0.143
     assert minimum_detectable([-0.1], [0.1], 1) == pytest.approx(0.1 / 1.959964 * (1.959964 + 0.841621))
@@ -362,7 +362,8 @@ def test_no_detectable_effect_names_the_minimum_detectable_effect() -> None:
 def test_report_opens_with_a_summary_that_repeats_the_sections_numbers() -> None:
     """The summary's effect is the aliased one, printed as "main effect or ...", with the same
     interval as the Marginal effects table; its gap is the worst-harness table's."""
-    from harness_gym.analysis.report import _aliased_effects, _summary_section
+    from harness_gym.analysis.report_effects import _aliased_effects
+    from harness_gym.analysis.report_summary import _summary_section
 
     effects, _, _ = sweep(BINARY, "balanced", xml_and_yaml, 1, seeds=20)
     worst = pd.DataFrame(

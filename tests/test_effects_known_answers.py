@@ -362,7 +362,7 @@ def test_coverage_and_false_positives_over_many_design_seeds(case) -> None:  # n
 
 
 def test_report_lists_only_holm_significant_effects_and_flags_cancelling_tasks() -> None:
-    from harness_gym.analysis.report import _effects_text, _top_effects
+    from harness_gym.analysis.report_effects import _effects_text, _top_effects
 
     quiet, _ = run(MIXED, "balanced", null, 0, tasks=2, seeds=10, shared=True)
     assert len(_top_effects(quiet.table)) == 0

@@ -12,14 +12,14 @@ import pandas as pd  # noqa: F401 - the report needs the analysis extra
 import pytest
 
 from harness_gym import cli as cli_sweep  # the sweep and report verbs
-from harness_gym.analysis.report import (
+from harness_gym.analysis.extremes import worst_harness
+from harness_gym.analysis.report import build_report
+from harness_gym.analysis.report_plots import PLOTS
+from harness_gym.analysis.report_stats import (
     COMPONENTS,
     HARNESS_PARTS,
-    PLOTS,
-    build_report,
     marginal_effects,
     variance_decomposition,
-    worst_harness,
 )
 from harness_gym.analysis.sweep import SweepError, SweepSpec, run_sweep
 

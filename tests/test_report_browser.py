@@ -156,7 +156,7 @@ def test_design_section_says_d_efficiency_is_not_defined_for_two_base_points(rep
 def test_an_older_sweep_record_of_zero_d_efficiency_is_not_printed_as_a_measure() -> None:
     """sweep.json files written before ``parameters`` was recorded say 0.0 both for too few
     points and for aliased columns: the report says the model cannot be fit, not "0.0%"."""
-    from harness_gym.analysis.report import _design_text
+    from harness_gym.analysis.report_design import _design_text
 
     old = {"n": 2, "level_imbalance": 1, "pair_deviation": 0.92, "max_correlation": 1.0}
     design = {"kind": "flips", "construction": "c", "n": 34, "mode": "all", "flips": [[0, 1, "x"]] * 32}

@@ -638,7 +638,8 @@ def test_search_report_takes_effects_only_from_shared_test_seeds(tmp_path: Path)
     harness better than another, least squares on them invented effects (-4.6 pp, p 2e-12).
     The report estimates effects only from the harnesses that played every test seed, says
     so, and calls nothing significant for this agent."""
-    from harness_gym.analysis.report import _effect_rows, build_report
+    from harness_gym.analysis.report import build_report
+    from harness_gym.analysis.report_effects import _effect_rows
 
     space = HarnessSpace(SMALL.to_dict()["factors"], base=Harness(invalid_action="end"))
     search(indifferent, tmp_path, tasks=FAST_TASKS[:2], space=space, budget=300, dev_seeds=6,
