@@ -50,7 +50,7 @@ def marginal_effects(
 
 def variance_decomposition(rows: Any, value: str = "success", model: Any = None) -> Any:
     """Sums of squares of ``value`` per agent: task; harness, split by ``model`` (an
-    :class:`~harness_gym.analysis.effects.Model` of the sweep's harnesses, or one per agent
+    :class:`~harness_gym.analysis.effects_model.Model` of the sweep's harnesses, or one per agent
     in a dict, as :func:`~harness_gym.analysis.effects.factor_effects` fits them) into factor
     main effects, the model's interactions and the rest; task x harness; seed within task (the task
     instance); and the residual (harness x instance), with their shares of the total.
