@@ -15,9 +15,10 @@ is the difference of their effects. Two estimators, each named in every row it p
   zero or orthogonal to them (an orthogonal array makes main effects orthogonal to each
   other); :class:`Model` lists what the design cannot separate, in words.
 
-Intervals come from a cluster bootstrap over (task, seed): every replicate resamples whole
-clusters, so the pairing of harnesses on the same task instance is kept. The bootstrap is one
-matrix product per replicate batch (cluster weights times the cluster-by-harness table).
+Intervals are cluster-robust over (task, seed): every estimator is linear in the harnesses'
+means, so each task instance (cluster) has its own value of every effect, and the interval is
+Student's t over those cluster values (:func:`~harness_gym.analysis.effects_inference.cluster_t`),
+which keeps the pairing of harnesses on the same task instance. No resampling.
 
 This module is the estimators and the :class:`Effects` they return. The model of harness
 means lives in :mod:`harness_gym.analysis.effects_model`, what the design or the data cannot

@@ -6,7 +6,7 @@
 * ``success_heatmap.png``: success rate per task (rows) and harness factor level (columns);
 * ``marginal_effects.png``: each factor level's effect on success (its deviation from the
   factor's average, :mod:`harness_gym.analysis.effects`: paired flips when the sweep has them,
-  else a least-squares model), with 95% cluster-bootstrap intervals;
+  else a least-squares model), with 95% cluster-robust t intervals over (task, seed);
 * ``variance.png``: how much of the variance in success is task, harness (split by the same
   model into factor main effects, interactions and the rest), task x harness, seed (the task
   instance) and the residual: a sums-of-squares decomposition;
