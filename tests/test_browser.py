@@ -29,12 +29,12 @@ from harness_gym.core.task import Action
 from harness_gym.envs.browser.assets import available_subdomains, server_url
 from harness_gym.envs.browser.browser import (
     BrowserSession,
-    BrowserUnavailableError,
     check_requirements,
     find_chromium,
     processes_matching,
 )
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.errors import BrowserUnavailableError
 from harness_gym.envs.browser.oracles import find
 from harness_gym.envs.browser.tasks import (
     BROWSER_TASKS,

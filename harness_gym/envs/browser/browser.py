@@ -59,6 +59,7 @@ from typing import Any
 
 from harness_gym.envs.browser.clock import INIT_SCRIPT
 from harness_gym.envs.browser.dom import PAGE_SCRIPT
+from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError, BrowserUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -230,22 +231,6 @@ UNHIDE_COVER = """
   if (style === '') cover.removeAttribute('style'); else cover.setAttribute('style', style);
 })()
 """
-
-
-class BrowserUnavailableError(RuntimeError):
-    """Chromium or Playwright is not installed; the message names the install command."""
-
-
-class BrowserCrashedError(RuntimeError):
-    """The browser died (or a page of it crashed) during a call; ``error_kind`` names it."""
-
-    error_kind = "browser_crashed"
-
-
-class BrowserTimeoutError(BrowserCrashedError):
-    """The browser did not answer a call within its deadline, and was killed."""
-
-    error_kind = "browser_timeout"
 
 
 def find_chromium() -> str:

@@ -60,14 +60,13 @@ from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     CALL_TIMEOUT_S,
     LAUNCH_TIMEOUT_S,
-    BrowserCrashedError,
     BrowserSession,
-    BrowserTimeoutError,
     check_requirements,
     devtools_mode,
 )
 from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
+from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
 from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
 
 #: Keys ``press`` accepts (the web suite's, plus the ones real widgets react to).
