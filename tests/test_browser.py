@@ -31,11 +31,11 @@ from harness_gym.envs.browser.browser import (
     BrowserSession,
     check_requirements,
     find_chromium,
-    processes_matching,
 )
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
 from harness_gym.envs.browser.errors import BrowserUnavailableError
 from harness_gym.envs.browser.oracles import find
+from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import (
     BROWSER_TASKS,
     EXCLUDED,

@@ -23,11 +23,11 @@ from harness_gym.envs.browser.browser import (
     BrowserSession,
     _Watchdog,
     check_requirements,
-    processes_matching,
 )
 from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
+from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import BROWSER_TASKS
 
 #: The deadline the tests give one reset or step (seconds).

@@ -60,6 +60,13 @@ from typing import Any
 from harness_gym.envs.browser.clock import INIT_SCRIPT
 from harness_gym.envs.browser.dom import PAGE_SCRIPT
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError, BrowserUnavailableError
+from harness_gym.envs.browser.processes import (
+    _browser_pid,
+    _driver_children,
+    _kill_all,
+    _profile_dirs,
+    processes_matching,
+)
 
 log = logging.getLogger(__name__)
 
@@ -322,22 +329,6 @@ _drivers: dict[tuple[int, int], _Driver] = {}
 _drivers_lock = threading.Lock()
 
 
-def _driver_children() -> list[int]:
-    """Child processes of this one that run a Playwright driver (``run-driver``)."""
-    if not os.path.isdir("/proc"):
-        return []
-    own, out = str(os.getpid()), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat[stat.rfind(")") + 2 :].split(" ")[1] == own and "run-driver" in _cmdline(int(entry)):
-                out.append(int(entry))
-    return out
-
-
 def _acquire_driver() -> _Driver:
     """The driver of this (process, thread), started (again, if the last one was killed)."""
     key = (os.getpid(), threading.get_ident())
@@ -360,73 +351,6 @@ def _release_driver(driver: _Driver, key: tuple[int, int]) -> None:
             del _drivers[key]
     if key == (os.getpid(), threading.get_ident()):
         driver.stop()
-
-
-# -- processes ----------------------------------------------------------------------------
-
-
-def _read(pid: int, name: str) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/{name}").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
-
-
-def _cmdline(pid: int) -> str:
-    return _read(pid, "cmdline")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
-
-
-def processes_matching(needle: str) -> list[int]:
-    """Live (non-zombie) processes whose command line or environment contains ``needle``.
-
-    Linux only (``/proc``); elsewhere the list is empty.
-    """
-    if not needle or not os.path.isdir("/proc"):
-        return []
-    own = os.getpid()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == own:
-            continue
-        pid = int(entry)
-        if (needle in _cmdline(pid) or needle in _read(pid, "environ")) and not _is_zombie(pid):
-            pids.append(pid)
-    return sorted(pids)
-
-
-def _profile_dirs(marker: str) -> list[str]:
-    """The ``--user-data-dir=...`` argument of the browser process whose environment has ``marker``."""
-    for pid in processes_matching(marker):
-        for arg in _cmdline(pid).split(" "):
-            if arg.startswith("--user-data-dir="):
-                return [arg]
-    return []
-
-
-def _kill_all(needle: str) -> None:
-    for pid in processes_matching(needle):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def _browser_pid(marker: str) -> int | None:
-    """The browser process (not a renderer, zygote or helper) whose environment has ``marker``."""
-    for pid in processes_matching(marker):
-        command = _cmdline(pid)  # a zygote's children rewrite theirs as one space-separated string
-        if "--type=" not in command and "crashpad" not in command.split(" ")[0]:
-            return pid
-    return None
 
 
 class _ContextGoneError(BrowserCrashedError):
