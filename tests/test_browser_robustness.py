@@ -18,10 +18,8 @@ import pytest
 
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import (
-    DRIVER_GRACE_S,
     LAUNCH_TIMEOUT_S,
     BrowserSession,
-    _Watchdog,
     check_requirements,
 )
 from harness_gym.envs.browser.dom import walk
@@ -29,6 +27,7 @@ from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
 from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import BROWSER_TASKS
+from harness_gym.envs.browser.watchdog import DRIVER_GRACE_S, _Watchdog
 
 #: The deadline the tests give one reset or step (seconds).
 DEADLINE = 2.0
