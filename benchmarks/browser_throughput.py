@@ -389,7 +389,8 @@ TARGET = 5.0
 def throughput(args: argparse.Namespace) -> None:
     import warnings
 
-    from harness_gym.envs.browser.browser import BrowserSession, DevToolsPortWarning
+    from harness_gym.envs.browser.browser import BrowserSession
+    from harness_gym.envs.browser.devtools import DevToolsPortWarning
 
     print("== Part 1: episodes/s, same tasks, same MiniWoB instances, same scripted policy ==")
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

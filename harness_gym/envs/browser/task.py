@@ -62,10 +62,10 @@ from harness_gym.envs.browser.browser import (
     LAUNCH_TIMEOUT_S,
     BrowserSession,
     check_requirements,
-    devtools_mode,
 )
 from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
+from harness_gym.envs.browser.devtools import devtools_mode
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
 from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
 
