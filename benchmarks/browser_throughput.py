@@ -54,9 +54,9 @@ import harness_gym.envs.browser as browser_pkg
 from harness_gym import make_env
 from harness_gym.baselines.agents import OracleAgent, RandomAgent
 from harness_gym.core.task import Action
-from harness_gym.envs.browser.browser import find_chromium
 from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import make_browser_env
+from harness_gym.envs.browser.launch import find_chromium
 from harness_gym.envs.browser.oracles import ORACLES
 from harness_gym.envs.browser.tasks import TWINS, task_id_for
 from harness_gym.rollout import run_episode

@@ -20,11 +20,11 @@ from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import (
     LAUNCH_TIMEOUT_S,
     BrowserSession,
-    check_requirements,
 )
 from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
+from harness_gym.envs.browser.launch import check_requirements
 from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import BROWSER_TASKS
 from harness_gym.envs.browser.watchdog import DRIVER_GRACE_S, _Watchdog
@@ -595,8 +595,8 @@ def test_port_mode_warns_who_can_reach_the_port(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
-    from harness_gym.envs.browser.browser import launch_args
     from harness_gym.envs.browser.devtools import DEVTOOLS_ENV
+    from harness_gym.envs.browser.launch import launch_args
 
     monkeypatch.setenv(DEVTOOLS_ENV, "tcp")
     with pytest.raises(ValueError, match="must be one of pipe, port, got 'tcp'"):

@@ -45,7 +45,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -60,7 +59,6 @@ from harness_gym.envs.browser.devtools import (
     _CONTEXT_GONE,
     DEVTOOLS_ENV,
     DEVTOOLS_MODES,
-    PORT_ARG,
     DevToolsPortWarning,
     _ContextGoneError,
     _devtools_port,
@@ -70,6 +68,14 @@ from harness_gym.envs.browser.devtools import (
 from harness_gym.envs.browser.dom import PAGE_SCRIPT
 from harness_gym.envs.browser.driver import _acquire_driver
 from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError, BrowserUnavailableError
+from harness_gym.envs.browser.launch import (
+    INSTALL_CHROMIUM,
+    INSTALL_EXTRA,
+    check_requirements,
+    find_chromium,
+    launch_args,
+    require_playwright,
+)
 from harness_gym.envs.browser.processes import (
     _browser_pid,
     _driver_children,
@@ -80,31 +86,8 @@ from harness_gym.envs.browser.watchdog import DRIVER_GRACE_S, _Handles
 
 log = logging.getLogger(__name__)
 
-#: Environment variable naming the Chromium binary to use.
-CHROMIUM_ENV = "HARNESS_GYM_CHROMIUM"
 #: Environment variable set (to a unique tag) in every browser this module launches.
 SESSION_ENV = "HARNESS_GYM_BROWSER_SESSION"
-INSTALL_CHROMIUM = "apt-get update && apt-get install -y chromium"
-INSTALL_EXTRA = "pip install 'harness-gym[browser]'"
-LAUNCH_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--disable-smooth-scrolling",  # a key that scrolls has scrolled when the call returns
-    # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
-    # frame object per navigation; the back-forward cache keeps the old document alive).
-    # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
-    "--disable-features=RenderDocument,BackForwardCache,PaintHolding,HttpsUpgrades,"
-    "HttpsFirstBalancedModeAutoEnable,MediaRouter,OptimizationHints,LensOverlay,ThirdPartyStoragePartitioning,"
-    "DestroyProfileOnBrowserClose,AvoidUnnecessaryBeforeUnloadCheckSync,AvoidCorsURLLoaderRestartOnRedirect,"
-    "NetworkTimeServiceQuerying,PreconnectToSearch,AimEnabled",
-)
 VIEWPORT = {"width": 500, "height": 600}
 #: Default deadline of one reset or one step, all its browser calls together (seconds).
 CALL_TIMEOUT_S = 15.0
@@ -112,12 +95,6 @@ CALL_TIMEOUT_S = 15.0
 LAUNCH_TIMEOUT_S = 30.0
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
 DEFAULT_TABS = 4
-
-
-def launch_args(mode: str | None = None) -> list[str]:
-    """Chromium's arguments: :data:`LAUNCH_ARGS`, and :data:`PORT_ARG` in ``port`` mode (see
-    :func:`devtools_mode`)."""
-    return [*LAUNCH_ARGS, PORT_ARG] if devtools_mode(mode) == "port" else list(LAUNCH_ARGS)
 
 
 #: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
@@ -211,42 +188,6 @@ UNHIDE_COVER = """
   if (style === '') cover.removeAttribute('style'); else cover.setAttribute('style', style);
 })()
 """
-
-
-def find_chromium() -> str:
-    """The Chromium binary to drive: ``$HARNESS_GYM_CHROMIUM``, else the system ``chromium``."""
-    override = os.environ.get(CHROMIUM_ENV)
-    if override:
-        if os.path.isfile(override) and os.access(override, os.X_OK):
-            return override
-        raise BrowserUnavailableError(
-            f"{CHROMIUM_ENV}={override!r} is not an executable file. Unset it to use the system "
-            f"Chromium, installed with: {INSTALL_CHROMIUM}"
-        )
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise BrowserUnavailableError(
-        "the browser tasks need Chromium, and none was found (looked for /usr/bin/chromium, "
-        f"`chromium` and `chromium-browser` on PATH, and ${CHROMIUM_ENV}). Install Debian's "
-        f"Chromium with: {INSTALL_CHROMIUM}"
-    )
-
-
-def require_playwright() -> None:
-    """Fail with the install command when the Python ``playwright`` package is missing."""
-    if importlib.util.find_spec("playwright") is None:
-        raise BrowserUnavailableError(
-            "the browser tasks need the Python `playwright` package. Install it with: "
-            f"{INSTALL_EXTRA} (never `playwright install`: the system Chromium is used, installed "
-            f"with: {INSTALL_CHROMIUM})"
-        )
-
-
-def check_requirements() -> str:
-    """Check Playwright and Chromium without starting anything; return the Chromium path."""
-    require_playwright()
-    return find_chromium()
 
 
 class BrowserSession:
