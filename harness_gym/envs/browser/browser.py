@@ -37,6 +37,15 @@
   kills any process of that browser that is still alive (found by a session tag in its
   environment and its private profile directory), so no Chromium process outlives its env.
   A finalizer does the same when a session is garbage-collected without being closed.
+
+This module keeps :class:`BrowserSession` and the page-side scripts it installs in every tab;
+the parts it is built from have modules of their own: finding and launching Chromium
+(:mod:`~harness_gym.envs.browser.launch`), the DevTools modes and the port-mode connection
+(:mod:`~harness_gym.envs.browser.devtools`), the shared Playwright driver
+(:mod:`~harness_gym.envs.browser.driver`), the watchdog and deadlines
+(:mod:`~harness_gym.envs.browser.watchdog`), process discovery and killing
+(:mod:`~harness_gym.envs.browser.processes`) and the errors
+(:mod:`~harness_gym.envs.browser.errors`).
 """
 
 from __future__ import annotations
@@ -603,6 +612,8 @@ class BrowserSession:
             self._pages[tab].goto(url, wait_until="commit")
 
 
+# The public names of this module before its parts moved out; all but BrowserSession,
+# CALL_TIMEOUT_S and LAUNCH_TIMEOUT_S are defined in (and imported from) those parts.
 __all__ = [
     "CALL_TIMEOUT_S",
     "DRIVER_GRACE_S",
