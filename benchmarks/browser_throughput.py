@@ -54,9 +54,9 @@ import harness_gym.envs.browser as browser_pkg
 from harness_gym import make_env
 from harness_gym.baselines.agents import OracleAgent, RandomAgent
 from harness_gym.core.task import Action
-from harness_gym.envs.browser.browser import find_chromium
 from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import make_browser_env
+from harness_gym.envs.browser.launch import find_chromium
 from harness_gym.envs.browser.oracles import ORACLES
 from harness_gym.envs.browser.tasks import TWINS, task_id_for
 from harness_gym.rollout import run_episode
@@ -389,7 +389,8 @@ TARGET = 5.0
 def throughput(args: argparse.Namespace) -> None:
     import warnings
 
-    from harness_gym.envs.browser.browser import BrowserSession, DevToolsPortWarning
+    from harness_gym.envs.browser.browser import BrowserSession
+    from harness_gym.envs.browser.devtools import DevToolsPortWarning
 
     print("== Part 1: episodes/s, same tasks, same MiniWoB instances, same scripted policy ==")
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

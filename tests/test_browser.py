@@ -27,15 +27,12 @@ from harness_gym import PRESETS
 from harness_gym.analysis.validate import FAIL, validate_pair
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.assets import available_subdomains, server_url
-from harness_gym.envs.browser.browser import (
-    BrowserSession,
-    BrowserUnavailableError,
-    check_requirements,
-    find_chromium,
-    processes_matching,
-)
+from harness_gym.envs.browser.browser import BrowserSession
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.errors import BrowserUnavailableError
+from harness_gym.envs.browser.launch import check_requirements, find_chromium
 from harness_gym.envs.browser.oracles import find
+from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import (
     BROWSER_TASKS,
     EXCLUDED,
@@ -123,8 +120,8 @@ def test_missing_chromium_names_the_install_command(monkeypatch: pytest.MonkeyPa
     with pytest.raises(BrowserUnavailableError, match="apt-get install -y chromium"):
         gym.make("harness_gym/BrowserClickButton-Json-v0")
     monkeypatch.delenv("HARNESS_GYM_CHROMIUM")
-    monkeypatch.setattr("harness_gym.envs.browser.browser.shutil.which", lambda name: None)
-    monkeypatch.setattr("harness_gym.envs.browser.browser.os.path.isfile", lambda path: False)
+    monkeypatch.setattr("harness_gym.envs.browser.launch.shutil.which", lambda name: None)
+    monkeypatch.setattr("harness_gym.envs.browser.launch.os.path.isfile", lambda path: False)
     with pytest.raises(BrowserUnavailableError, match="apt-get install -y chromium"):
         find_chromium()
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import gymnasium as gym
 import pytest
 
-from harness_gym.envs.browser.browser import BrowserSession, check_requirements, find_chromium
+from harness_gym.envs.browser.browser import BrowserSession
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.launch import check_requirements, find_chromium
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 

@@ -15,9 +15,10 @@ import pytest
 
 import harness_gym.envs.browser as browser
 from harness_gym.core.task import Action
-from harness_gym.envs.browser.browser import BrowserSession, check_requirements
+from harness_gym.envs.browser.browser import BrowserSession
 from harness_gym.envs.browser.catalog import EXACT_REUSE, INCLUDED, task_id_for
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.launch import check_requirements
 
 #: A few tasks for the default suite: reused (a click task, a typing task, the autocomplete,
 #: whose menu, hidden accessibility text and jQuery UI ids the restart puts back, the date

@@ -18,18 +18,16 @@ import pytest
 
 from harness_gym.core.task import Action
 from harness_gym.envs.browser.browser import (
-    DRIVER_GRACE_S,
     LAUNCH_TIMEOUT_S,
-    BrowserCrashedError,
     BrowserSession,
-    BrowserTimeoutError,
-    _Watchdog,
-    check_requirements,
-    processes_matching,
 )
 from harness_gym.envs.browser.dom import walk
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
+from harness_gym.envs.browser.launch import check_requirements
+from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.tasks import BROWSER_TASKS
+from harness_gym.envs.browser.watchdog import DRIVER_GRACE_S, _Watchdog
 
 #: The deadline the tests give one reset or step (seconds).
 DEADLINE = 2.0
@@ -551,7 +549,7 @@ def test_pipe_mode_is_the_default_opens_no_devtools_port_and_still_solves_episod
     Playwright's driver, episodes still succeed."""
     import warnings
 
-    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DEVTOOLS_PORT_FILE, DevToolsPortWarning
+    from harness_gym.envs.browser.devtools import DEVTOOLS_ENV, DEVTOOLS_PORT_FILE, DevToolsPortWarning
 
     if how == "env":
         monkeypatch.setenv(DEVTOOLS_ENV, "pipe")
@@ -583,7 +581,7 @@ def test_pipe_mode_is_the_default_opens_no_devtools_port_and_still_solves_episod
 
 @pytest.mark.parametrize("how", ["argument", "env"])
 def test_port_mode_warns_who_can_reach_the_port(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, DevToolsPortWarning
+    from harness_gym.envs.browser.devtools import DEVTOOLS_ENV, DevToolsPortWarning
 
     if how == "env":
         monkeypatch.setenv(DEVTOOLS_ENV, "port")
@@ -597,7 +595,8 @@ def test_port_mode_warns_who_can_reach_the_port(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
-    from harness_gym.envs.browser.browser import DEVTOOLS_ENV, launch_args
+    from harness_gym.envs.browser.devtools import DEVTOOLS_ENV
+    from harness_gym.envs.browser.launch import launch_args
 
     monkeypatch.setenv(DEVTOOLS_ENV, "tcp")
     with pytest.raises(ValueError, match="must be one of pipe, port, got 'tcp'"):

@@ -21,8 +21,10 @@ import pytest
 
 import harness_gym.envs.browser as browser_pkg
 from harness_gym.core.task import Action
-from harness_gym.envs.browser.browser import BrowserSession, check_requirements, processes_matching
+from harness_gym.envs.browser.browser import BrowserSession
 from harness_gym.envs.browser.env import BrowserEnv, make_browser_env
+from harness_gym.envs.browser.launch import check_requirements
+from harness_gym.envs.browser.processes import processes_matching
 from harness_gym.envs.browser.task import TASK_AREA, TASK_AREA_SIZE, png_to_rgb
 
 browser_pkg.register(add_to_task_registry=False)

@@ -190,8 +190,8 @@ def test_terminal_oracle_over_the_wire_equals_in_process(server: Server, task: s
 @pytest.mark.parametrize("name", ["Json", "BundleXml", "by_id"])
 def test_browser_oracle_over_the_wire_equals_in_process(server: Server, task: str, name: str) -> None:
     """The server's Chromium and this process's build the same MiniWoB instance and episode."""
-    from harness_gym.envs.browser.browser import check_requirements
     from harness_gym.envs.browser.env import make_browser_env
+    from harness_gym.envs.browser.launch import check_requirements
 
     check_requirements()  # fails with the install command when Chromium or Playwright is missing
     harness = HARNESSES.get(name, name)

@@ -103,7 +103,7 @@ def test_markdown_and_html_show_every_plot_and_table(report) -> None:  # noqa: A
 def test_html_report_shows_every_plot_in_chromium(report, tmp_path: Path) -> None:  # noqa: ANN001
     from playwright import sync_api
 
-    from harness_gym.envs.browser.browser import LAUNCH_ARGS, find_chromium
+    from harness_gym.envs.browser.launch import LAUNCH_ARGS, find_chromium
 
     moved = tmp_path / "moved.html"  # self-contained: it works away from its PNG files
     shutil.copy(report.html, moved)

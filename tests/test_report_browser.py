@@ -61,7 +61,7 @@ def test_report_at_1280px_in_chromium(report: Report, tmp_path: Path) -> None:
     from PIL import Image
     from playwright import sync_api
 
-    from harness_gym.envs.browser.browser import LAUNCH_ARGS, find_chromium
+    from harness_gym.envs.browser.launch import LAUNCH_ARGS, find_chromium
 
     shot = tmp_path / "report.png"
     with sync_api.sync_playwright() as p:

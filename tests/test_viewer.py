@@ -60,7 +60,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_two_clicks_from_the_largest_effect_to_a_pair_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     from playwright import sync_api
 
-    from harness_gym.envs.browser.browser import LAUNCH_ARGS, find_chromium
+    from harness_gym.envs.browser.launch import LAUNCH_ARGS, find_chromium
 
     report = run_dir / "report" / "report.html"
     errors: list[str] = []

@@ -37,6 +37,15 @@
   kills any process of that browser that is still alive (found by a session tag in its
   environment and its private profile directory), so no Chromium process outlives its env.
   A finalizer does the same when a session is garbage-collected without being closed.
+
+This module keeps :class:`BrowserSession` and the page-side scripts it installs in every tab;
+the parts it is built from have modules of their own: finding and launching Chromium
+(:mod:`~harness_gym.envs.browser.launch`), the DevTools modes and the port-mode connection
+(:mod:`~harness_gym.envs.browser.devtools`), the shared Playwright driver
+(:mod:`~harness_gym.envs.browser.driver`), the watchdog and deadlines
+(:mod:`~harness_gym.envs.browser.watchdog`), process discovery and killing
+(:mod:`~harness_gym.envs.browser.processes`) and the errors
+(:mod:`~harness_gym.envs.browser.errors`).
 """
 
 from __future__ import annotations
@@ -45,98 +54,56 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
-import signal
 import threading
 import time
 import uuid
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from harness_gym.envs.browser.clock import INIT_SCRIPT
+from harness_gym.envs.browser.devtools import (
+    _CONTEXT_GONE,
+    DEVTOOLS_ENV,
+    DEVTOOLS_MODES,
+    DevToolsPortWarning,
+    _ContextGoneError,
+    _devtools_port,
+    _DirectPage,
+    devtools_mode,
+)
 from harness_gym.envs.browser.dom import PAGE_SCRIPT
+from harness_gym.envs.browser.driver import _acquire_driver
+from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError, BrowserUnavailableError
+from harness_gym.envs.browser.launch import (
+    INSTALL_CHROMIUM,
+    INSTALL_EXTRA,
+    check_requirements,
+    find_chromium,
+    launch_args,
+    require_playwright,
+)
+from harness_gym.envs.browser.processes import (
+    _browser_pid,
+    _driver_children,
+    _profile_dirs,
+    processes_matching,
+)
+from harness_gym.envs.browser.watchdog import DRIVER_GRACE_S, _Handles
 
 log = logging.getLogger(__name__)
 
-#: Environment variable naming the Chromium binary to use.
-CHROMIUM_ENV = "HARNESS_GYM_CHROMIUM"
 #: Environment variable set (to a unique tag) in every browser this module launches.
 SESSION_ENV = "HARNESS_GYM_BROWSER_SESSION"
-INSTALL_CHROMIUM = "apt-get update && apt-get install -y chromium"
-INSTALL_EXTRA = "pip install 'harness-gym[browser]'"
-LAUNCH_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--disable-smooth-scrolling",  # a key that scrolls has scrolled when the call returns
-    # A new document per episode is the hot path: keep it light (RenderDocument swaps in a new
-    # frame object per navigation; the back-forward cache keeps the old document alive).
-    # Chromium reads only the last --disable-features, so Playwright's own list is repeated.
-    "--disable-features=RenderDocument,BackForwardCache,PaintHolding,HttpsUpgrades,"
-    "HttpsFirstBalancedModeAutoEnable,MediaRouter,OptimizationHints,LensOverlay,ThirdPartyStoragePartitioning,"
-    "DestroyProfileOnBrowserClose,AvoidUnnecessaryBeforeUnloadCheckSync,AvoidCorsURLLoaderRestartOnRedirect,"
-    "NetworkTimeServiceQuerying,PreconnectToSearch,AimEnabled",
-)
 VIEWPORT = {"width": 500, "height": 600}
 #: Default deadline of one reset or one step, all its browser calls together (seconds).
 CALL_TIMEOUT_S = 15.0
 #: Longest wait for Chromium to start (seconds).
 LAUNCH_TIMEOUT_S = 30.0
-#: How long a call may stay blocked after the watchdog killed its browser before the
-#: Playwright driver (a Node process that may itself be frozen) is killed too (seconds).
-DRIVER_GRACE_S = 1.0
-#: Longest wait for a browser that answers to close before it is killed (seconds).
-CLOSE_TIMEOUT_S = 5.0
 #: Tabs per session: one for the episode, the rest load the next episodes in the background.
 DEFAULT_TABS = 4
-#: What the DevTools protocol answers when the document went away under (or before) a call.
-_CONTEXT_GONE = (
-    "context was destroyed",
-    "find default execution context",
-    "find context with",
-    "navigated or closed",
-)
-#: The file in which Chromium writes the port of ``--remote-debugging-port=0`` (profile dir).
-DEVTOOLS_PORT_FILE = "DevToolsActivePort"
-#: How this process reaches Chromium's DevTools: ``pipe`` (the default) opens no port, every
-#: call goes through Playwright's driver over its private pipe; ``port`` also opens a DevTools
-#: port on 127.0.0.1 for a connection of the session's own (:class:`_DirectPage`, one process
-#: hop fewer per call), which every local user can reach (a :class:`DevToolsPortWarning` says
-#: so). A session's ``devtools`` argument, else this environment variable, else ``pipe``.
-DEVTOOLS_ENV = "HARNESS_GYM_BROWSER_DEVTOOLS"
-DEVTOOLS_MODES = ("pipe", "port")
-#: The argument that opens the DevTools port (a port of the system's choosing, as chromedriver
-#: opens one; Chromium binds it to 127.0.0.1 only).
-PORT_ARG = "--remote-debugging-port=0"
-
-
-class DevToolsPortWarning(UserWarning):
-    """A browser was started with its DevTools port open (``devtools="port"``)."""
-
-
-def devtools_mode(mode: str | None = None) -> str:
-    """``mode`` if given, else ``$HARNESS_GYM_BROWSER_DEVTOOLS``, else ``pipe``; checked."""
-    if mode is None:
-        mode = os.environ.get(DEVTOOLS_ENV) or "pipe"
-    if mode not in DEVTOOLS_MODES:
-        raise ValueError(f"{DEVTOOLS_ENV} must be one of {', '.join(DEVTOOLS_MODES)}, got {mode!r}")
-    return mode
-
-
-def launch_args(mode: str | None = None) -> list[str]:
-    """Chromium's arguments: :data:`LAUNCH_ARGS`, and :data:`PORT_ARG` in ``port`` mode (see
-    :func:`devtools_mode`)."""
-    return [*LAUNCH_ARGS, PORT_ARG] if devtools_mode(mode) == "port" else list(LAUNCH_ARGS)
 
 
 #: Name of the BroadcastChannel on which a reset tells the tab of the previous episode to
@@ -230,442 +197,6 @@ UNHIDE_COVER = """
   if (style === '') cover.removeAttribute('style'); else cover.setAttribute('style', style);
 })()
 """
-
-
-class BrowserUnavailableError(RuntimeError):
-    """Chromium or Playwright is not installed; the message names the install command."""
-
-
-class BrowserCrashedError(RuntimeError):
-    """The browser died (or a page of it crashed) during a call; ``error_kind`` names it."""
-
-    error_kind = "browser_crashed"
-
-
-class BrowserTimeoutError(BrowserCrashedError):
-    """The browser did not answer a call within its deadline, and was killed."""
-
-    error_kind = "browser_timeout"
-
-
-def find_chromium() -> str:
-    """The Chromium binary to drive: ``$HARNESS_GYM_CHROMIUM``, else the system ``chromium``."""
-    override = os.environ.get(CHROMIUM_ENV)
-    if override:
-        if os.path.isfile(override) and os.access(override, os.X_OK):
-            return override
-        raise BrowserUnavailableError(
-            f"{CHROMIUM_ENV}={override!r} is not an executable file. Unset it to use the system "
-            f"Chromium, installed with: {INSTALL_CHROMIUM}"
-        )
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise BrowserUnavailableError(
-        "the browser tasks need Chromium, and none was found (looked for /usr/bin/chromium, "
-        f"`chromium` and `chromium-browser` on PATH, and ${CHROMIUM_ENV}). Install Debian's "
-        f"Chromium with: {INSTALL_CHROMIUM}"
-    )
-
-
-def require_playwright() -> None:
-    """Fail with the install command when the Python ``playwright`` package is missing."""
-    if importlib.util.find_spec("playwright") is None:
-        raise BrowserUnavailableError(
-            "the browser tasks need the Python `playwright` package. Install it with: "
-            f"{INSTALL_EXTRA} (never `playwright install`: the system Chromium is used, installed "
-            f"with: {INSTALL_CHROMIUM})"
-        )
-
-
-def check_requirements() -> str:
-    """Check Playwright and Chromium without starting anything; return the Chromium path."""
-    require_playwright()
-    return find_chromium()
-
-
-# -- the Playwright driver, shared per (process, thread) -----------------------------------
-
-
-class _Driver:
-    """One Playwright driver (a Node process) and how many sessions use it."""
-
-    def __init__(self) -> None:
-        from playwright.sync_api import sync_playwright
-
-        manager = sync_playwright()
-        before = set(_driver_children())
-        self.playwright = manager.start()
-        self.users = 0
-        self.dead = False
-        transport = getattr(getattr(manager, "_client", None), "_transport", None)
-        proc = getattr(transport, "_proc", None)
-        found = sorted(set(_driver_children()) - before)
-        #: The Node process, which the watchdog kills when it does not answer.
-        self.pid: int | None = getattr(proc, "pid", None) or (found[0] if found else None)
-
-    def healthy(self) -> bool:
-        """Whether the Node process is alive and running: not killed, exited or stopped
-        (``SIGSTOP``). Read from ``/proc``, no round trip; True where there is no ``/proc``."""
-        if self.dead:
-            return False
-        if self.pid is None or not os.path.isdir("/proc"):
-            return True
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return False
-        return stat[stat.rfind(")") + 2] not in "TtZXx"
-
-    def kill(self) -> None:
-        """Kill the Node process: every call waiting on it fails at once."""
-        self.dead = True
-        if self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def stop(self) -> None:
-        try:
-            self.playwright.stop()
-        except Exception:  # noqa: BLE001 - a dead driver is already stopped
-            pass
-
-
-_drivers: dict[tuple[int, int], _Driver] = {}
-_drivers_lock = threading.Lock()
-
-
-def _driver_children() -> list[int]:
-    """Child processes of this one that run a Playwright driver (``run-driver``)."""
-    if not os.path.isdir("/proc"):
-        return []
-    own, out = str(os.getpid()), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat[stat.rfind(")") + 2 :].split(" ")[1] == own and "run-driver" in _cmdline(int(entry)):
-                out.append(int(entry))
-    return out
-
-
-def _acquire_driver() -> _Driver:
-    """The driver of this (process, thread), started (again, if the last one was killed)."""
-    key = (os.getpid(), threading.get_ident())
-    with _drivers_lock:
-        driver = _drivers.get(key)
-        if driver is not None and not driver.dead and not driver.healthy():
-            driver.kill()  # killed or stopped from outside: replaced
-        if driver is None or driver.dead:
-            driver = _drivers[key] = _Driver()
-        driver.users += 1
-        return driver
-
-
-def _release_driver(driver: _Driver, key: tuple[int, int]) -> None:
-    with _drivers_lock:
-        driver.users -= 1
-        if driver.users > 0:
-            return
-        if _drivers.get(key) is driver:
-            del _drivers[key]
-    if key == (os.getpid(), threading.get_ident()):
-        driver.stop()
-
-
-# -- processes ----------------------------------------------------------------------------
-
-
-def _read(pid: int, name: str) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/{name}").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
-
-
-def _cmdline(pid: int) -> str:
-    return _read(pid, "cmdline")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
-
-
-def processes_matching(needle: str) -> list[int]:
-    """Live (non-zombie) processes whose command line or environment contains ``needle``.
-
-    Linux only (``/proc``); elsewhere the list is empty.
-    """
-    if not needle or not os.path.isdir("/proc"):
-        return []
-    own = os.getpid()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == own:
-            continue
-        pid = int(entry)
-        if (needle in _cmdline(pid) or needle in _read(pid, "environ")) and not _is_zombie(pid):
-            pids.append(pid)
-    return sorted(pids)
-
-
-def _profile_dirs(marker: str) -> list[str]:
-    """The ``--user-data-dir=...`` argument of the browser process whose environment has ``marker``."""
-    for pid in processes_matching(marker):
-        for arg in _cmdline(pid).split(" "):
-            if arg.startswith("--user-data-dir="):
-                return [arg]
-    return []
-
-
-def _kill_all(needle: str) -> None:
-    for pid in processes_matching(needle):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def _browser_pid(marker: str) -> int | None:
-    """The browser process (not a renderer, zygote or helper) whose environment has ``marker``."""
-    for pid in processes_matching(marker):
-        command = _cmdline(pid)  # a zygote's children rewrite theirs as one space-separated string
-        if "--type=" not in command and "crashpad" not in command.split(" ")[0]:
-            return pid
-    return None
-
-
-class _ContextGoneError(BrowserCrashedError):
-    """The document went away under a call (a navigation): the call is retried in the new one."""
-
-
-class _DirectPage:
-    """A DevTools connection of this process's own to one tab of the browser, a WebSocket
-    straight to Chromium's DevTools port (``websocket-client``): a ``Runtime.evaluate`` crosses
-    one process boundary each way instead of two (Python -> Playwright's Node driver ->
-    Chromium), which on a busy machine is most of a call's time.
-
-    It sends commands and reads their answers; the only events it asks for are the
-    ``Inspector`` domain's: when the tab's renderer crashes (``Inspector.targetCrashed``) the
-    call waiting for it calls ``on_crash`` (which kills the browser) and fails at once, as
-    Playwright's ``crash`` event does for its own calls. A call blocks until the answer comes
-    or the socket fails: the session's watchdog kills the browser past the deadline, which
-    closes the socket; ``timeout`` (longer than any deadline) is a last resort.
-    """
-
-    def __init__(self, url: str, timeout: float, on_crash: Callable[[], None]) -> None:
-        import websocket
-
-        self._errors: tuple[type[BaseException], ...] = (OSError, ValueError, websocket.WebSocketException)
-        self._ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True)
-        self._id = 0
-        self._on_crash = on_crash
-        self.send("Inspector.enable", {})
-
-    def send(self, method: str, params: dict[str, Any]) -> Any:
-        self._id += 1
-        ident = self._id
-        try:
-            self._ws.send(json.dumps({"id": ident, "method": method, "params": params}))
-            while True:
-                message = json.loads(self._ws.recv())
-                if message.get("id") == ident:
-                    break
-                if message.get("method") in ("Inspector.targetCrashed", "Inspector.detached"):
-                    self._on_crash()
-                    raise BrowserCrashedError(f"the tab went away during {method}: {message['method']}")
-        except self._errors as err:
-            reason = str(err) or type(err).__name__
-            raise BrowserCrashedError(f"the DevTools connection to Chromium failed: {reason}") from err
-        error = message.get("error")
-        if error is not None:
-            text = str(error.get("message", error))
-            if any(gone in text for gone in _CONTEXT_GONE):
-                raise _ContextGoneError(text)
-            raise BrowserCrashedError(f"Chromium's DevTools answered {method} with an error: {text}")
-        return message.get("result", {})
-
-    def close(self) -> None:
-        """Drop the connection (no closing handshake: the browser may be frozen)."""
-        try:
-            self._ws.shutdown()
-        except Exception:  # noqa: BLE001 - a connection to a dead browser is closed already
-            pass
-
-
-def _devtools_port(needles: list[str], seconds: float) -> int | None:
-    """The DevTools port Chromium chose (from its profile's :data:`DEVTOOLS_PORT_FILE`), waiting
-    up to ``seconds`` for the file; None when there is none."""
-    folders = [n.split("=", 1)[1] for n in needles if n.startswith("--user-data-dir=")]
-    until = time.monotonic() + seconds
-    while folders:
-        try:
-            return int(Path(folders[0], DEVTOOLS_PORT_FILE).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            if time.monotonic() > until:
-                return None
-            time.sleep(0.01)
-    return None
-
-
-class _Watchdog:
-    """A daemon thread that calls ``expire()`` when an armed deadline passes.
-
-    Arming and disarming cost a lock and two assignments (no thread wake-up per call): the
-    thread sleeps until the earliest deadline it knows of and re-reads the current one then.
-    """
-
-    def __init__(self, expire: Callable[[], None]) -> None:
-        self._expire = expire
-        self._cond = threading.Condition()
-        self._deadline: float | None = None
-        self._sleeping_until: float | None = None  # None: idle, waiting for an arm
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="harness-gym-browser-watchdog", daemon=True)
-        self._thread.start()
-
-    def arm(self, seconds: float) -> None:
-        with self._cond:
-            self._deadline = time.monotonic() + seconds
-            if self._sleeping_until is None or self._sleeping_until > self._deadline:
-                self._cond.notify()
-
-    def disarm(self) -> None:
-        with self._cond:
-            self._deadline = None
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._stopped:
-                deadline = self._deadline
-                if deadline is None:
-                    self._sleeping_until = None
-                    self._cond.wait()
-                    continue
-                left = deadline - time.monotonic()
-                if left > 0:
-                    self._sleeping_until = deadline
-                    self._cond.wait(left)
-                    continue
-                self._deadline = None
-                self._cond.release()
-                try:
-                    self._expire()
-                except Exception:  # noqa: BLE001 - the watchdog must outlive a failed kill
-                    pass
-                finally:
-                    self._cond.acquire()
-
-
-class _Handles:
-    """What a finalizer needs to clean up after a session (no reference to the session)."""
-
-    def __init__(self) -> None:
-        self.browser: Any = None
-        self.driver: _Driver | None = None
-        self.driver_key: tuple[int, int] | None = None
-        #: Strings found only in this browser's processes: an environment variable that the
-        #: browser (and its crash handler) inherit, and the private profile directory that
-        #: every child process names on its command line.
-        self.needles: list[str] = []
-        #: The browser process, killed first (its pipe closing fails every pending call).
-        self.main_pid: int | None = None
-        #: Why the browser was killed during a call: "timeout" (watchdog) or "crash" (a page's
-        #: ``crash`` event); None while it is fine.
-        self.failure: str | None = None
-        #: Whether the watchdog killed the Playwright driver (it did not answer either).
-        self.driver_killed = False
-        #: While a driver starts (under the launch deadline): the driver processes this process
-        #: had before, so that a kill past the deadline kills the new one too.
-        self.drivers_before: set[int] | None = None
-        self.watchdog = _Watchdog(self.on_timeout)
-
-    def on_timeout(self) -> None:
-        """The deadline passed: kill the browser; if the call is still blocked
-        :data:`DRIVER_GRACE_S` later (a frozen Playwright driver does not pass on the
-        browser's death), kill the driver too."""
-        if self.failure is None:
-            self.fail("timeout")
-            self.watchdog.arm(DRIVER_GRACE_S)
-            return
-        self.driver_killed = True
-        if self.driver is not None:
-            self.driver.kill()
-
-    def on_crash(self, *_: Any) -> None:
-        self.fail("crash")
-
-    def fail(self, why: str) -> None:
-        """Kill the browser, so that a call waiting for it fails at once."""
-        if self.failure is None:
-            self.failure = why
-        self.kill()
-
-    def kill(self) -> None:
-        if self.main_pid is not None:
-            try:
-                os.kill(self.main_pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for needle in self.needles:
-            _kill_all(needle)
-        if self.drivers_before is not None:  # a driver that is still starting
-            for pid in set(_driver_children()) - self.drivers_before:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-    def shutdown(self, keep_driver: bool = False) -> None:
-        """Close the browser and kill what is left of it; release this session's share of the
-        driver, unless ``keep_driver`` and it is healthy (a restart then needs no new one)."""
-        browser, self.browser = self.browser, None
-        if self.failure is not None:
-            self.kill()  # a dead or frozen browser: Playwright's close would wait for it
-        live_driver = self.driver is not None and not self.driver.dead
-        if browser is not None and live_driver and self.driver_key == (os.getpid(), threading.get_ident()):
-            self.watchdog.arm(CLOSE_TIMEOUT_S)
-            try:
-                browser.close()
-            except Exception:  # noqa: BLE001 - closing a crashed browser may fail
-                pass
-            finally:
-                self.watchdog.disarm()
-        deadline = time.monotonic() + 2.0
-        while self.needles and time.monotonic() < deadline:
-            left = [pid for needle in self.needles for pid in processes_matching(needle)]
-            if not left:
-                break
-            for needle in self.needles:
-                _kill_all(needle)
-            time.sleep(0.01)
-        self.main_pid = None
-        self.failure = None
-        self.driver_killed = False
-        if keep_driver and self.driver is not None and self.driver.healthy():
-            return
-        key, self.driver_key = self.driver_key, None
-        driver, self.driver = self.driver, None
-        if key is not None and driver is not None:
-            _release_driver(driver, key)
-
-    def close(self) -> None:
-        self.shutdown()
-        self.watchdog.stop()
 
 
 class BrowserSession:
@@ -1081,6 +612,8 @@ class BrowserSession:
             self._pages[tab].goto(url, wait_until="commit")
 
 
+# The public names of this module before its parts moved out; all but BrowserSession,
+# CALL_TIMEOUT_S and LAUNCH_TIMEOUT_S are defined in (and imported from) those parts.
 __all__ = [
     "CALL_TIMEOUT_S",
     "DRIVER_GRACE_S",

@@ -60,14 +60,13 @@ from harness_gym.envs.browser.assets import image_urls, task_path, task_url
 from harness_gym.envs.browser.browser import (
     CALL_TIMEOUT_S,
     LAUNCH_TIMEOUT_S,
-    BrowserCrashedError,
     BrowserSession,
-    BrowserTimeoutError,
-    check_requirements,
-    devtools_mode,
 )
 from harness_gym.envs.browser.catalog import EXACT_REUSE
 from harness_gym.envs.browser.clock import SETTLE_MS
+from harness_gym.envs.browser.devtools import devtools_mode
+from harness_gym.envs.browser.errors import BrowserCrashedError, BrowserTimeoutError
+from harness_gym.envs.browser.launch import check_requirements
 from harness_gym.envs.web.base import KEYS, WEB_ACTIONS
 
 #: Keys ``press`` accepts (the web suite's, plus the ones real widgets react to).
@@ -144,7 +143,7 @@ class BrowserTask(Task):
             for agents that read pixels. Off by default (nothing is captured).
 
     Construction checks that Playwright and Chromium are installed and raises
-    :class:`~harness_gym.envs.browser.browser.BrowserUnavailableError` with the install
+    :class:`~harness_gym.envs.browser.errors.BrowserUnavailableError` with the install
     command if not; the browser itself starts at the first reset.
     """
 
