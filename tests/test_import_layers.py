@@ -1,6 +1,7 @@
 """Imports point down the layers: core -> envs/wrappers/llm/multiagent/rollout ->
 baselines/train/analysis/integrations -> cli, with no import circle anywhere; and a
-package's ``__init__.py`` hands names on (at most :data:`MAX_INIT_LOGIC` lines of logic).
+package's ``__init__.py`` hands names on (at most :data:`MAX_INIT_LOGIC` lines of logic), and no
+module grows past :data:`MAX_MODULE_LINES` lines (split it by concept instead).
 
 The graph is read from the source with :mod:`ast`, so imports inside functions count too
 (they run at call time, and a circle through them is still a circle). Imports under
@@ -295,6 +296,19 @@ def test_package_inits_hand_names_on() -> None:
         f"move the logic into named modules: {found}"
     )
     assert not stale, f"allowed in INIT_LOGIC_ALLOWED but gone: {stale}"
+
+
+#: The longest a module may be (lines of source): past it, a module holds several concepts.
+MAX_MODULE_LINES = 1000
+
+
+def test_no_module_is_over_a_thousand_lines() -> None:
+    long = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > MAX_MODULE_LINES:
+            long[path.relative_to(ROOT.parent).as_posix()] = lines
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split each by concept): {long}"
 
 
 def test_imports_point_down_the_layers() -> None:
