@@ -226,3 +226,20 @@ def test_check_harness_checks_coding_presets_through_the_terminal_env(preset: st
     report = check_harness(harness, "TermSortUnique", seeds=range(2), raise_on_failure=False)
     assert report.ok, str(report)
     assert report.checks["round_trip"] > 0 and report.checks["oracle"] == 2
+
+
+def test_checking_commands_that_leave_no_report_say_why_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A checking command that kills the verifier's shell (``kill -9 -1`` spares only itself and
+    PID 1) leaves every case without a report: each reads ``(None, "")`` (a failed check, never a
+    pass), and the log names the shell's own outcome, so a run that fails this way is diagnosable."""
+    env = TerminalEnv(TERMINAL_TASKS[0])
+    env.reset(seed=0)
+    task = env.terminal_task
+    with caplog.at_level("WARNING", logger="harness_gym.envs.terminal.task"):
+        assert task.sh_many(["echo ok", "echo two"]) == [(0, "ok\n"), (0, "two\n")]
+        assert not caplog.records
+        got = task.sh_many(["echo ok", "kill -9 -1; sleep 1", "echo late"])
+    env.close()
+    assert got[1:] == [(None, ""), (None, "")]
+    (record,) = caplog.records
+    assert "left no report" in record.getMessage() and "the verifier shell: exit" in record.getMessage()

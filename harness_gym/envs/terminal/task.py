@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
 import pickle
 import secrets
@@ -41,6 +42,8 @@ from harness_gym.envs.terminal.episode_dirs import (
 )
 from harness_gym.envs.terminal.sandbox_limits import CommandResult, SandboxLimits
 from harness_gym.envs.terminal.sandbox_view import require_bwrap
+
+log = logging.getLogger(__name__)
 
 RUN = ActionSpec(
     "run",
@@ -198,6 +201,13 @@ class TerminalTask(Task):
                 out.append((int(code), base64.b64decode(data, validate=True).decode("utf-8", "replace")))
             except ValueError:
                 out.append((None, ""))
+        if any(code is None for code, _ in out):  # the cases ran, or the shell did not: say which
+            log.warning(
+                "%s: %d of %d checking commands left no report; the verifier shell: exit %s, "
+                "timed out %s, signal %s, %.1f s, stderr %r",
+                self.task_id, sum(code is None for code, _ in out), len(out), res.exit_code,
+                res.timed_out, res.signal, res.seconds, res.stderr[-500:],
+            )  # fmt: skip
         return out
 
     def python_check(self, code: str, payload: Any, timeout: float = 10) -> tuple[Any, str]:
