@@ -248,7 +248,10 @@ def test_the_supervisor_reports_how_the_command_ended_and_what_outlived_it(box: 
     killed = box.run_verifier("kill -9 $$")
     assert killed.supervised and killed.signal == "SIGKILL", killed
     assert killed.tampering == ["the verifier's command was killed by SIGKILL"], killed
-    left = box.run_verifier("""(exec -a 'sleep "q" \\b\tc' sleep 30 &) ; exit 0""")
+    # The command waits until the survivor has exec'd sleep (its comm; while grep runs no other
+    # sleep exists): on a loaded machine the supervisor could otherwise find the subshell first.
+    wait = "for i in $(seq 250); do grep -qsx sleep /proc/[0-9]*/comm && break; sleep 0.02; done"
+    left = box.run_verifier(f"""(exec -a 'sleep "q" \\b\tc' sleep 30 &) ; {wait}; exit 0""")
     assert left.supervised and left.exit_code == 0, left
     assert (
         len(left.tampering) == 1 and "1 process(es) the command started outlived it" in left.tampering[0]
