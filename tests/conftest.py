@@ -42,7 +42,7 @@ def task_registry_restored() -> Iterator[None]:
     registration in one module made a later module's clean ``import harness_gym`` load the
     terminal family's tasks."""
     from harness_gym.core.plugins import IMPORT_VAR
-    from harness_gym.envs.terminal.harbor import HARBOR_DIRS_VARIABLE
+    from harness_gym.envs.terminal.catalog import HARBOR_DIRS_VARIABLE
 
     before = dict(TASKS)
     handed_on = {name: os.environ.get(name) for name in (IMPORT_VAR, HARBOR_DIRS_VARIABLE)}

@@ -13,7 +13,13 @@ import os
 from typing import Any
 
 from harness_gym.core.registry import register_family
-from harness_gym.envs.terminal.catalog import ENTRY_POINT, HARBOR_ENTRY_POINT, HARBOR_ENV_ID, TASK_CLASSES
+from harness_gym.envs.terminal.catalog import (
+    ENTRY_POINT,
+    HARBOR_DIRS_VARIABLE,
+    HARBOR_ENTRY_POINT,
+    HARBOR_ENV_ID,
+    TASK_CLASSES,
+)
 from harness_gym.envs.terminal.options import FAMILY, SENTINEL, TerminalOptions
 from harness_gym.envs.terminal.presets import CODING_PRESETS, TERMINAL_PRESET_INFO, TERMINAL_PRESETS
 
@@ -50,7 +56,7 @@ def register(add_to_task_registry: bool = False) -> list[str]:
 
     if HARBOR_ENV_ID not in gym.registry:
         gym.register(id=HARBOR_ENV_ID, entry_point=HARBOR_ENTRY_POINT, disable_env_checker=True)
-    if os.environ.get("HARNESS_GYM_HARBOR_DIRS"):  # folders a parent process registered
+    if os.environ.get(HARBOR_DIRS_VARIABLE):  # folders a parent process registered
         import importlib  # (the Harbor loader registers through this package's tables)
 
         ids += importlib.import_module("harness_gym.envs.terminal.harbor").register_remembered_folders()

@@ -41,3 +41,6 @@ ENTRY_POINT = "harness_gym.envs.terminal.env:make_terminal_env"
 #: The Gymnasium id of one Harbor task folder: ``gym.make(HARBOR_ENV_ID, task_dir=PATH, harness=...)``.
 HARBOR_ENV_ID = "harness_gym/Harbor-v0"
 HARBOR_ENTRY_POINT = "harness_gym.envs.terminal.harbor:make_harbor_env"
+#: Folders of Harbor tasks registered by ``register_harbor_folder`` (``os.pathsep``-joined), so
+#: that worker processes (a sweep's) find the same task ids: the family registers them at import.
+HARBOR_DIRS_VARIABLE = "HARNESS_GYM_HARBOR_DIRS"

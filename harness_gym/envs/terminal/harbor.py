@@ -49,6 +49,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness_gym.envs.terminal.catalog import HARBOR_DIRS_VARIABLE
 from harness_gym.envs.terminal.harbor_format import (
     MAX_AGENT_SECONDS,
     UnsupportedHarborTask,
@@ -167,9 +168,6 @@ def load_harbor_dir(folder: str | Path) -> tuple[list[type[TerminalTask]], dict[
     return tasks, rejected
 
 
-#: Folders of Harbor tasks registered by :func:`register_harbor_folder` (``os.pathsep``-joined),
-#: so that worker processes (a sweep's) find the same task ids.
-HARBOR_DIRS_VARIABLE = "HARNESS_GYM_HARBOR_DIRS"
 _BY_ID: dict[str, type[TerminalTask]] = {}
 _FOLDERS: dict[str, str] = {}
 
