@@ -601,3 +601,104 @@ def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
     monkeypatch.setenv(DEVTOOLS_ENV, "tcp")
     with pytest.raises(ValueError, match="must be one of pipe, port, got 'tcp'"):
         launch_args()
+
+
+#: A session garbage-collected unclosed while Playwright serializes another session's message:
+#: the collector runs its finalizer inside Playwright's event loop (how a browser sweep that
+#: dropped the env of each cell's ceiling hung for good). The profile hook only chooses the
+#: moment of a real collection; nothing is replaced.
+_COLLECTED_INSIDE_PLAYWRIGHT = """
+import gc, sys
+from harness_gym.core.registry import make_env
+from harness_gym.envs.browser.processes import processes_matching
+dropped = make_env("BrowserClickTest", "Json"); dropped.reset(seed=0)
+kept = make_env("BrowserClickTest", "Json"); kept.reset(seed=0)
+needles = list(dropped.unwrapped.task.session._handles.needles)
+dropped.cycle = dropped  # only the cyclic collector frees it
+gc.disable()
+del dropped
+fired = []
+def collect_inside_playwright(frame, event, arg):
+    code = frame.f_code
+    if event == "call" and code.co_name == "send" and code.co_filename.endswith("transport.py"):
+        sys.setprofile(None)
+        fired.append(gc.collect())
+sys.setprofile(collect_inside_playwright)
+kept.reset(seed=1)
+sys.setprofile(None)
+assert fired, "no collection ran inside Playwright"
+obs, reward, *_ = kept.step(kept.unwrapped.oracle_action())
+assert reward > 0, reward
+print("left", [pid for needle in needles for pid in processes_matching(needle)])
+kept.close()
+"""
+
+
+def test_a_session_collected_inside_playwrights_event_loop_is_cleaned_up_without_a_hang(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "collect.py"
+    script.write_text(_COLLECTED_INSIDE_PLAYWRIGHT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "left []" in done.stdout  # the collected session's Chromium was killed by its finalizer
+
+
+def _browsers_of_this_process() -> set[str]:
+    """The session tags of the live Chromium processes this process's sessions started (one
+    tag per browser, whatever number of processes each runs)."""
+    from harness_gym.envs.browser.browser import SESSION_ENV
+
+    prefix = f"{SESSION_ENV}={os.getpid()}-".encode()
+    tags = set()
+    for pid in processes_matching(prefix.decode()):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        tags |= {entry.decode() for entry in environ if entry.startswith(prefix)}
+    return tags
+
+
+def test_a_browser_sweep_keeps_a_few_browsers_and_closes_the_rest(tmp_path: Path) -> None:
+    """A sweep's process keeps at most ENV_LIMIT envs (a browser env holds a Chromium): with
+    more harnesses than that, evicted envs are closed, so no more browsers stay alive, and
+    every cell still plays."""
+    import io
+
+    from harness_gym.analysis.sweep import cell as sweep_cell
+    from harness_gym.analysis.sweep.run import sweep
+    from harness_gym.core.space import HarnessSpace
+
+    space = HarnessSpace(
+        {
+            "tool_style": ["json", "xml", "python", "command", "bracket"],
+            "field_order": ["canonical", "reversed"],
+        }
+    )
+    assert space.size > sweep_cell.ENV_LIMIT
+    before = set(_browsers_of_this_process())
+    result = sweep(
+        ["oracle"],
+        tmp_path / "run",
+        tasks=["BrowserClickTest"],
+        space=space,
+        subset="all",
+        seeds=1,
+        ceiling=False,
+        workers=0,
+        progress=False,
+        log=io.StringIO(),
+    )
+    try:
+        rows = result.rows()
+        assert len(rows) == space.size and (rows["success"] == 1).all()
+        assert len(sweep_cell._ENVS) == sweep_cell.ENV_LIMIT
+        alive = set(_browsers_of_this_process()) - before
+        assert len(alive) == sweep_cell.ENV_LIMIT  # one per kept env, none for the evicted
+    finally:
+        sweep_cell.clear_caches()
+    assert set(_browsers_of_this_process()) - before == set()  # clear_caches closes them

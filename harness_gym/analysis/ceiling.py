@@ -66,11 +66,14 @@ def seed_ceiling(
 
     task_cls = get_task(task) if isinstance(task, str) else task
     env = HarnessEnv(task_cls, resolve_harness(harness))
-    env.reset(seed=seed)
     try:
-        return _search(env, node_limit), "exact"
-    except SearchTooBig:
-        return _oracle_return(env, seed), "oracle"
+        env.reset(seed=seed)
+        try:
+            return _search(env, node_limit), "exact"
+        except SearchTooBig:
+            return _oracle_return(env, seed), "oracle"
+    finally:
+        env.close()  # a browser task's env holds a Chromium: closed here, not left to the collector
 
 
 def ceiling(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,14 @@ def is_outage(row: dict[str, Any]) -> bool:
     return str(row.get("error") or "").startswith(OUTAGE)
 
 
-_CACHE: dict[str, dict[Any, Any]] = {"env": {}, "agent": {}, "ceiling": {}}
+_ENVS: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_CACHE: dict[str, dict[Any, Any]] = {"env": _ENVS, "agent": {}, "ceiling": {}}
 _CACHE_LIMIT = 512
+#: Envs a process keeps, least recently used out first. Cells come in task, harness, seed,
+#: agent order, so a few suffice; an env holds what its family runs (a browser env a Chromium,
+#: a terminal env a sandbox), so an evicted one is closed, never left to the collector, and the
+#: agents built for it go with it.
+ENV_LIMIT = 8
 
 
 def _cached(kind: str, key: Any, make: Callable[[], Any]) -> Any:
@@ -52,6 +59,27 @@ def _cached(kind: str, key: Any, make: Callable[[], Any]) -> Any:
             store.clear()
         store[key] = make()
     return store[key]
+
+
+def _cached_env(key: tuple[str, str], make: Callable[[], Any]) -> Any:
+    """The env of ``key`` = (task, harness id), made once and kept while recently used."""
+    if key in _ENVS:
+        _ENVS.move_to_end(key)
+        return _ENVS[key]
+    while len(_ENVS) >= ENV_LIMIT:
+        _evict_env(*_ENVS.popitem(last=False))
+    _ENVS[key] = env = make()
+    return env
+
+
+def _evict_env(key: tuple[str, str], env: Any) -> None:
+    agents = _CACHE["agent"]
+    for agent_key in [k for k in agents if tuple(k[1:]) == key]:
+        del agents[agent_key]
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001 - a broken env is dropped all the same
+        pass
 
 
 #: The key under which a row carries its episode's recorded trajectory from the worker to the
@@ -96,7 +124,7 @@ def run_cell(
     env_key = (cell.task_id, cell.harness_id)
     agent_key = (cell.agent.name, *env_key)
     try:
-        env = _cached("env", env_key, lambda: make_env(cell.task_id, Harness.from_dict(cell.harness)))
+        env = _cached_env(env_key, lambda: make_env(cell.task_id, Harness.from_dict(cell.harness)))
         agent = _cached("agent", agent_key, lambda: cell.agent.build(env))
         result = run_episode(env, agent, cell.seed, cell.agent.name, record=record)
         _outcome(row, result)
@@ -223,6 +251,9 @@ WORKER_DIED = (
 
 
 def clear_caches() -> None:
-    """Forget cached envs, agents and ceilings (an in-process run must not reuse another sweep's)."""
+    """Forget cached envs (closing them), agents and ceilings (an in-process run must not reuse
+    another sweep's)."""
+    while _ENVS:
+        _evict_env(*_ENVS.popitem())
     for store in _CACHE.values():
         store.clear()

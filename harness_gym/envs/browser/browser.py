@@ -36,7 +36,8 @@
 * **Clean close.** :meth:`BrowserSession.close` closes the browser and, as a last resort,
   kills any process of that browser that is still alive (found by a session tag in its
   environment and its private profile directory), so no Chromium process outlives its env.
-  A finalizer does the same when a session is garbage-collected without being closed.
+  A finalizer does the same when a session is garbage-collected without being closed, by
+  PID and with no Playwright call (it may run inside Playwright's own event loop).
 
 This module keeps :class:`BrowserSession` and the page-side scripts it installs in every tab;
 the parts it is built from have modules of their own: finding and launching Chromium
@@ -239,7 +240,7 @@ class BrowserSession:
         #: Seconds the latest start of the browser took (None before the first).
         self.last_launch_s: float | None = None
         self._handles = _Handles()
-        self._finalizer = weakref.finalize(self, self._handles.close)
+        self._finalizer = weakref.finalize(self, self._handles.finalize)
         self._guard_depth = 0
         self._context: Any = None
         self._pages: list[Any] = []

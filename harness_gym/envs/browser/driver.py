@@ -63,7 +63,9 @@ class _Driver:
 
 
 _drivers: dict[tuple[int, int], _Driver] = {}
-_drivers_lock = threading.Lock()
+#: Reentrant: a finalizer that releases a driver may run while this thread holds it (the
+#: collector runs on any allocation, e.g. while :func:`_acquire_driver` starts a driver).
+_drivers_lock = threading.RLock()
 
 
 def _acquire_driver() -> _Driver:
@@ -79,12 +81,16 @@ def _acquire_driver() -> _Driver:
         return driver
 
 
-def _release_driver(driver: _Driver, key: tuple[int, int]) -> None:
+def _release_driver(driver: _Driver, key: tuple[int, int], stop: bool = True) -> None:
+    """Give back one session's share; the last one stops the driver (``stop``) or, from a
+    finalizer (which must not call Playwright), kills its Node process."""
     with _drivers_lock:
         driver.users -= 1
         if driver.users > 0:
             return
         if _drivers.get(key) is driver:
             del _drivers[key]
-    if key == (os.getpid(), threading.get_ident()):
+    if not stop:
+        driver.kill()
+    elif key == (os.getpid(), threading.get_ident()):
         driver.stop()

@@ -5,7 +5,8 @@ daemon thread) calls :meth:`_Handles.on_timeout`, which kills the browser so tha
 call fails, and the Playwright driver too if the call is still blocked
 :data:`DRIVER_GRACE_S` later. :class:`_Handles` holds what that kill, a session's close and
 its finalizer need (browser, driver, process needles) with no reference to the session, so a
-session that is garbage-collected unclosed is still cleaned up.
+session that is garbage-collected unclosed is still cleaned up (by PID: :meth:`_Handles.finalize`
+makes no Playwright call, as a finalizer may run inside Playwright's event loop).
 """
 
 from __future__ import annotations
@@ -176,3 +177,20 @@ class _Handles:
     def close(self) -> None:
         self.shutdown()
         self.watchdog.stop()
+
+    def finalize(self) -> None:
+        """Clean up after a session garbage-collected unclosed, without calling Playwright.
+
+        A finalizer runs wherever the collector happens to run, Playwright's own event loop
+        included (an allocation while it serializes a message), and a synchronous Playwright
+        call made there never returns: a sweep that dropped a browser env hung for good. So the
+        browser is killed by PID and by its needles, and this session's share of the driver is
+        released; a driver nobody else uses is killed, not stopped."""
+        self.browser = None
+        self.kill()
+        self.main_pid = None
+        self.watchdog.stop()
+        key, self.driver_key = self.driver_key, None
+        driver, self.driver = self.driver, None
+        if key is not None and driver is not None:
+            _release_driver(driver, key, stop=False)
