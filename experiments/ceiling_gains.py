@@ -237,12 +237,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--seeds", type=int, default=None, help="training seeds (default 4; quick 2; long 8)")
     parser.add_argument("--candidates", type=int, default=None, help="the first N candidates only")
+    parser.add_argument(
+        "--retrain-steps",
+        type=int,
+        default=None,
+        help="steps under each candidate (default 40,000; quick 6,000; long 80,000)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     mode = "quick" if args.quick else "long" if args.long else "default"
     n_seeds = args.seeds or {"quick": 2, "default": 4, "long": 8}[mode]
     base_steps = {"quick": 12_000, "default": 100_000, "long": 200_000}[mode]
-    retrain_steps = {"quick": 6_000, "default": 40_000, "long": 80_000}[mode]
+    retrain_steps = args.retrain_steps or {"quick": 6_000, "default": 40_000, "long": 80_000}[mode]
     n_eval = {"quick": 100, "default": 300, "long": 500}[mode]
     setup, task = SETUPS[args.task], args.task
     names = list(setup.candidates)[: args.candidates or (QUICK if args.quick else None)]
@@ -292,6 +298,7 @@ def main() -> None:
         "n_eval": n_eval,
         "workers": args.workers,
         "candidates": args.candidates,
+        "retrain_flag": args.retrain_steps,
         "minutes": minutes,
     }
     write_outputs(Path(args.out), results, settings, log, setup)
@@ -433,6 +440,8 @@ def write_outputs(
         flag += f" --seeds {s['seeds']}"
     if s["candidates"] is not None:
         flag += f" --candidates {s['candidates']}"
+    if s.get("retrain_flag"):
+        flag += f" --retrain-steps {s['retrain_flag']}"
     rejected_up = [n for n in names if rows[n]["rejected"] and rows[n]["higher_ceiling"]]
     beat = [n for n in rejected_up if rows[n]["gain"][1] > 0]
     beat_mean = [n for n in rejected_up if rows[n]["gain"][0] > 0]
