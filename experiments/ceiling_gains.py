@@ -227,6 +227,17 @@ def seed_interval(per_seed: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a count of at least 1 (0 would silently mean the mode's default)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, got {text!r}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = parser.add_mutually_exclusive_group()
@@ -234,12 +245,14 @@ def main() -> None:
     size.add_argument("--long", action="store_true", help="more candidates, seeds and steps")
     parser.add_argument("--task", default=DEFAULT_TASK, choices=list(SETUPS), help="task and base harness")
     parser.add_argument("--out", default="docs", help="folder for ceiling_gains.md and ceiling_gains.png")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--seeds", type=int, default=None, help="training seeds (default 4; quick 2; long 8)")
-    parser.add_argument("--candidates", type=int, default=None, help="the first N candidates only")
+    parser.add_argument("--workers", type=positive_int, default=2, help="worker processes (default 2)")
+    parser.add_argument(
+        "--seeds", type=positive_int, default=None, help="training seeds (default 4; quick 2; long 8)"
+    )
+    parser.add_argument("--candidates", type=positive_int, default=None, help="the first N candidates only")
     parser.add_argument(
         "--retrain-steps",
-        type=int,
+        type=positive_int,
         default=None,
         help="steps under each candidate (default 40,000; quick 6,000; long 80,000)",
     )
