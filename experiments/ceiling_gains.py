@@ -69,10 +69,11 @@ class Setup:
     def env_id(self) -> str:
         return f"harness_gym/{self.task}-v0"
 
-    @property
-    def stem(self) -> str:
-        """The output files' name: ``ceiling_gains`` for the first setup, else with the task."""
-        return "ceiling_gains" if self.task == DEFAULT_TASK else f"ceiling_gains_{self.task.lower()}"
+    def stem(self, recipe: str = "base") -> str:
+        """The output files' name: ``ceiling_gains`` for the first setup, else with the task, and
+        with the retraining recipe when it is not the default's."""
+        name = "ceiling_gains" if self.task == DEFAULT_TASK else f"ceiling_gains_{self.task.lower()}"
+        return name if recipe == "base" else f"{name}_{recipe.replace('-', '_')}"
 
 
 DEFAULT_TASK = "ClickCheckboxes"
@@ -160,19 +161,50 @@ def _train_base(task: str, seed: int, steps: int, folder: str) -> str:
     return str(trained.save(Path(folder) / f"base-{seed}"))
 
 
+#: How a candidate's policy is trained: each recipe's label in the page, and the control's.
+RECIPES = {
+    "base": ("continue the base policy", "control: continue under base"),
+    "shrink-perturb": (
+        "continue the base policy after shrink and perturb (theta <- 0.4 theta + 0.1 theta_fresh)",
+        "control: shrink-perturb under base",
+    ),
+    "scratch": ("train a fresh policy (its own seed)", "control: fresh policy under base"),
+}
+
+
 def _retrain(
-    task: str, base_dir: str, harness: dict[str, Any], steps: int, seed: int, n_eval: int
+    task: str,
+    base_dir: str,
+    harness: dict[str, Any],
+    steps: int,
+    seed: int,
+    n_eval: int,
+    recipe: str = "base",
 ) -> list[float]:
-    """Continue the base policy under ``harness`` for ``steps``; its successes under ``harness``."""
+    """Train a policy under ``harness`` for ``steps`` by ``recipe``; its successes under ``harness``.
+
+    ``base`` continues the base policy (the claim's "further training"); ``shrink-perturb``
+    first moves its weights toward a fresh initialization (Ash & Adams 2020, the usual remedy for
+    a warm-started network that has lost plasticity); ``scratch`` trains a fresh policy under
+    the candidate (seeded apart from the base policy, so the control is an independent replicate
+    of the base's training): what the candidate lets the recipe learn.
+    """
     import torch
     from stable_baselines3.common.env_util import make_vec_env
 
     from harness_gym.baselines import sb3
 
     torch.set_num_threads(1)
+    target = Harness.from_dict(harness)
+    if recipe == "scratch":
+        fresh = sb3.train(
+            "maskable_ppo", SETUPS[task].env_id, steps=steps, seed=seed, harness=target, n_envs=4
+        )
+        return _successes(task, fresh, target, n_eval)
     torch.manual_seed(seed)
     trained = sb3.load(base_dir)
-    target = Harness.from_dict(harness)
+    if recipe == "shrink-perturb":
+        shrink_and_perturb(trained.model)
 
     def factory():
         return sb3.adapt(
@@ -185,6 +217,23 @@ def _retrain(
     trained.model.learn(total_timesteps=int(steps), reset_num_timesteps=True)
     venv.close()
     return _successes(task, trained, target, n_eval)
+
+
+def shrink_and_perturb(model: Any, shrink: float = 0.4, perturb: float = 0.1) -> None:
+    """Move an SB3 model's policy weights toward a fresh initialization, in place.
+
+    theta <- shrink x theta + perturb x theta_fresh, theta_fresh drawn as the policy's own
+    initializer draws it (from torch's current generator). Ash & Adams 2020 ("On Warm-Starting
+    Neural Network Training"): a warm-started network that stopped learning learns again.
+    """
+    import torch
+
+    fresh = type(model.policy)(
+        model.observation_space, model.action_space, model.lr_schedule, **model.policy_kwargs
+    )
+    with torch.no_grad():
+        for weight, fresh_weight in zip(model.policy.parameters(), fresh.parameters(), strict=True):
+            weight.mul_(shrink).add_(perturb * fresh_weight)
 
 
 def _evaluate(task: str, base_dir: str, harness: dict[str, Any], n_eval: int) -> list[float]:
@@ -254,14 +303,26 @@ def main() -> None:
         "--retrain-steps",
         type=positive_int,
         default=None,
-        help="steps under each candidate (default 40,000; quick 6,000; long 80,000)",
+        help="steps under each candidate (default 40,000; quick 6,000; long 80,000; with "
+        "--retrain-from scratch the base's steps)",
+    )
+    parser.add_argument(
+        "--retrain-from",
+        default="base",
+        choices=list(RECIPES),
+        help="base: continue the base policy (default); shrink-perturb: continue it after moving its "
+        "weights toward a fresh initialization; scratch: a fresh policy under each candidate",
     )
     args = parser.parse_args()
     start = time.perf_counter()
     mode = "quick" if args.quick else "long" if args.long else "default"
     n_seeds = args.seeds or {"quick": 2, "default": 4, "long": 8}[mode]
     base_steps = {"quick": 12_000, "default": 100_000, "long": 200_000}[mode]
-    retrain_steps = args.retrain_steps or {"quick": 6_000, "default": 40_000, "long": 80_000}[mode]
+    retrain_steps = args.retrain_steps or (
+        base_steps  # a fresh policy gets the base policy's budget
+        if args.retrain_from == "scratch"
+        else {"quick": 6_000, "default": 40_000, "long": 80_000}[mode]
+    )
     n_eval = {"quick": 100, "default": 300, "long": 500}[mode]
     setup, task = SETUPS[args.task], args.task
     names = list(setup.candidates)[: args.candidates or (QUICK if args.quick else None)]
@@ -291,13 +352,16 @@ def main() -> None:
             for s in seeds
         }
         after_jobs = {
-            (n, s): pool.submit(_retrain, task, base_dirs[s], spec, retrain_steps, 1_000 + s, n_eval)
+            (n, s): pool.submit(
+                _retrain, task, base_dirs[s], spec, retrain_steps, 1_000 + s, n_eval, args.retrain_from
+            )
             for n, spec in [(CONTROL, base_spec), *specs.items()]
             for s in seeds
         }
         before = {k: np.asarray(j.result()) for k, j in before_jobs.items()}
         for (n, s), j in after_jobs.items():
-            say(f"retrained seed {s} under {n}: success {np.mean(j.result()):.3f}")
+            label = RECIPES[args.retrain_from][1] if n == CONTROL else n
+            say(f"retrained seed {s} under {label}: success {np.mean(j.result()):.3f}")
         after = {k: np.asarray(j.result()) for k, j in after_jobs.items()}
 
     results = analyse(specs, ceilings, before, after, seeds)
@@ -312,6 +376,7 @@ def main() -> None:
         "workers": args.workers,
         "candidates": args.candidates,
         "retrain_flag": args.retrain_steps,
+        "recipe": args.retrain_from,
         "minutes": minutes,
     }
     write_outputs(Path(args.out), results, settings, log, setup)
@@ -407,6 +472,9 @@ def write_outputs(
 
     out.mkdir(parents=True, exist_ok=True)
     rows, names = res["rows"], res["names"]
+    recipe = settings["recipe"]
+    stem = setup.stem(recipe)
+    how, control_label = RECIPES[recipe]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [2.2, 1]})
     x = np.arange(len(names))
     ax1.bar(x - 0.2, [rows[n]["fixed"] for n in names], 0.4, label="fixed-model comparison (before)")
@@ -441,7 +509,7 @@ def write_outputs(
     ax2.set_title("prediction vs realization")
     ax2.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / f"{setup.stem}.png", dpi=110)
+    fig.savefig(out / f"{stem}.png", dpi=110)
     plt.close(fig)
 
     s = settings
@@ -455,6 +523,8 @@ def write_outputs(
         flag += f" --candidates {s['candidates']}"
     if s.get("retrain_flag"):
         flag += f" --retrain-steps {s['retrain_flag']}"
+    if recipe != "base":
+        flag += f" --retrain-from {recipe}"
     rejected_up = [n for n in names if rows[n]["rejected"] and rows[n]["higher_ceiling"]]
     beat = [n for n in rejected_up if rows[n]["gain"][1] > 0]
     beat_mean = [n for n in rejected_up if rows[n]["gain"][0] > 0]
@@ -472,15 +542,16 @@ def write_outputs(
         f"Task `{setup.task}`. Base harness: `{setup.base.describe()}` (exact ceiling "
         f"{res['base_ceiling']:.2f}: {setup.cap}). MaskablePPO through "
         f"`harness_gym.baselines.sb3`, {s['seeds']} training seeds, {s['base_steps']:,} steps under the base "
-        f"harness, then {s['retrain_steps']:,} more steps under each candidate (or, as the control, under "
-        f"the base harness again). Every success rate is greedy, on the same {s['n_eval']} evaluation "
+        f"harness; then, under each candidate (or, as the control, under the base harness again), "
+        f"{s['retrain_steps']:,} steps to {how} (`--retrain-from {recipe}`). Every success rate is "
+        f"greedy, on the same {s['n_eval']} evaluation "
         f"episodes (seeds {EVAL_SEED0:,} on) for every policy and harness; intervals are 95% Student t "
         "over training seeds (the seed is the unit; paired: each seed's retrained policy is compared "
         "with its own base policy). Ceilings are exact (`harness_gym.analysis.ceiling`, search "
         "finished on every episode)."
         + (" **Quick smoke run: small budgets, not the reported figures.**" if quick else ""),
         "",
-        f"![ceiling gains]({setup.stem}.png)",
+        f"![ceiling gains]({stem}.png)",
         "",
         "## Before retraining, and after",
         "",
@@ -495,7 +566,8 @@ def write_outputs(
     for n in [CONTROL, *names]:
         r = rows[n]
         lines.append(
-            f"| {n} | {r['ceiling']:.2f} | {_ci(r['deployed'])} | {_ci(r['fixed_ci'], signed=True)} "
+            f"| {control_label if n == CONTROL else n} | {r['ceiling']:.2f} | {_ci(r['deployed'])} "
+            f"| {_ci(r['fixed_ci'], signed=True)} "
             f"| {r['mismatch']:.2f} | {'yes' if r['rejected'] else 'no'} | {_ci(r['after'])} "
             f"| {_ci(r['gain'], signed=True)} | {_ci(r['over_control'], signed=True)} "
             f"| {r['wins']}/{len(res['seeds'])} |"
@@ -551,8 +623,8 @@ def write_outputs(
         "</details>",
         "",
     ]
-    (out / f"{setup.stem}.md").write_text("\n".join(lines))
-    print(f"wrote {out / (setup.stem + '.md')} and {out / (setup.stem + '.png')} in {s['minutes']:.1f} min")
+    (out / f"{stem}.md").write_text("\n".join(lines))
+    print(f"wrote {out / (stem + '.md')} and {out / (stem + '.png')} in {s['minutes']:.1f} min")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""experiments/ceiling_gains.py refuses counts below 1 in one line (0 once meant the default)."""
+"""experiments/ceiling_gains.py: its options refuse bad values in one line, and its retraining
+recipes do what they say."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,3 +23,43 @@ def test_a_count_below_one_is_refused_in_one_line(flag: str, value: str) -> None
     assert done.returncode == 2
     assert f"argument {flag}: needs a whole number of at least 1, got '{value}'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_retraining_recipe_is_refused_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--retrain-from", "nowhere"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "argument --retrain-from: invalid choice: 'nowhere'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("ceiling_gains_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shrink_and_perturb_mixes_every_weight_with_a_fresh_initialization() -> None:
+    """theta <- 0.4 theta + 0.1 theta_fresh on every policy parameter (value head and shared
+    layers too), theta_fresh being what the policy's own initializer draws from the same seed."""
+    import torch
+
+    from harness_gym.baselines import sb3
+
+    torch.set_num_threads(1)
+    model = sb3.train("maskable_ppo", "harness_gym/ChooseList-v0", steps=1, seed=3).model
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    torch.manual_seed(11)
+    _script().shrink_and_perturb(model)
+    torch.manual_seed(11)
+    fresh = type(model.policy)(
+        model.observation_space, model.action_space, model.lr_schedule, **model.policy_kwargs
+    )
+    after = list(model.policy.parameters())
+    assert len(after) == len(before) == len(list(fresh.parameters())) > 4
+    for old, new, init in zip(before, after, fresh.parameters(), strict=True):
+        assert torch.allclose(new, 0.4 * old + 0.1 * init, atol=1e-7)
+        assert not torch.allclose(new, old)
