@@ -23,7 +23,7 @@ package's own web task, on CPU:
 4. Report, paired by seed: the realized gain (retrained success under the candidate minus the
    original agent's success under the base harness) with a 95% interval over training seeds;
    how many rejected-but-higher-ceiling candidates beat the original; and how four predictors
-   computed in step 2 rank the realized gains (Spearman with a bootstrap interval over
+   computed in step 2 rank the realized gains (Spearman with a Fisher-z interval over
    candidates, and each predictor's top-1 pick).
 
 The mismatch forecast used by "ceiling - forecast": training changes only the mismatch (the
@@ -390,7 +390,7 @@ def analyse(
     seeds: list[int],
 ) -> dict[str, Any]:
     """Per-candidate measurements before and after, predictors and their rank agreement."""
-    from harness_gym.analysis.reference import bootstrap_spearman
+    from harness_gym.analysis.reference import spearman_interval
 
     base_ceiling = float(ceilings["base"].mean())
     base_success = float(np.mean([before[("base", s)].mean() for s in seeds]))
@@ -429,7 +429,7 @@ def analyse(
     }
     agreement = {}
     for label, key in PREDICTORS.items():
-        rho, low, high = bootstrap_spearman(scores[key], realized, n_boot=2_000, seed=0)
+        rho, low, high = spearman_interval(scores[key], realized)
         top = names[int(np.argmax(scores[key]))]
         tied = [n for n, v in zip(names, scores[key]) if v == scores[key].max()]
         agreement[label] = {
@@ -584,8 +584,9 @@ def write_outputs(
         "## Which predictor, computed before retraining, ranks the realized gains",
         "",
         "Spearman's rank correlation between each predictor and the realized mean gain over the "
-        f"{len(names)} candidates, with a 95% percentile bootstrap interval resampling candidates "
-        "(2,000 draws); top-1: the candidate each predictor ranks first (ties listed) and its "
+        f"{len(names)} candidates, with a 95% Fisher-z interval over candidates (Bonett & Wright's "
+        "variance; `harness_gym.analysis.reference.spearman_interval`); top-1: the candidate each "
+        "predictor ranks first (ties listed) and its "
         f"realized gain. The best realized gain: {res['best']} ({res['best_gain']:+.2f}).",
         "",
         "| predictor | Spearman with the realized gain | top-1 pick | its realized gain |",

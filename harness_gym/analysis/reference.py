@@ -183,13 +183,25 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def bootstrap_spearman(
-    x: Sequence[float], y: Sequence[float], n_boot: int = N_BOOT, seed: int = 0
-) -> tuple[float, float, float]:
-    """Spearman of paired values and a 95% percentile interval resampling the pairs (units)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    picks = np.random.default_rng(seed).integers(0, x.size, (n_boot, x.size))
-    return (spearman(x, y), *_percentile(_rowwise_spearman(x[picks], y[picks])))
+def spearman_interval(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """Spearman of paired units and its 95% Fisher-z interval, for a handful of units.
+
+    The variance of atanh(rho) is Bonett & Wright's (2000, Psychometrika 65) (1 + rho^2/2) /
+    (n - 3). Resampling units instead (a percentile bootstrap) covered a known population
+    Spearman 59% of the time from 6 units; this covers it at least ~93% of the time from 4 units
+    on, for population values up to ~0.97 (tests/test_reference.py). Where the sample value is at
+    the edge (|rho| >= 1 - 1/n^2) the interval reaches that edge. NaN interval below 4 units or
+    when either side is constant.
+    """
+    rho = spearman(x, y)
+    n = len(x)
+    if n < 4 or rho != rho:
+        return rho, math.nan, math.nan
+    cap = 1 - 1 / n**2
+    r = min(max(rho, -cap), cap)
+    half = 1.959964 * math.sqrt((1 + r * r / 2) / (n - 3))
+    low, high = math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+    return rho, (-1.0 if rho <= -cap else low), (1.0 if rho >= cap else high)
 
 
 def _scores(r: np.ndarray, a: np.ndarray) -> dict[str, np.ndarray]:
