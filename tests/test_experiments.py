@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def run(script: str, out: Path) -> str:
+def run(script: str, out: Path, *extra: str) -> str:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / script), "--quick", "--out", str(out)],
+        [sys.executable, str(ROOT / "experiments" / script), "--quick", *extra, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -64,6 +64,30 @@ def test_ceiling_gains_experiment(tmp_path: Path) -> None:
     assert rows["budget 4, fields reversed"][5] == "yes"
     for predictor in ("fixed-model comparison", "ceiling alone", "ceiling - mismatch forecast"):
         assert f"| {predictor} |" in text
+
+
+def test_ceiling_gains_from_scratch_names_its_recipe_and_its_control(tmp_path: Path) -> None:
+    """``--retrain-from scratch`` on ChooseList: its own page (the default recipe's page is kept),
+    the command that regenerates it, fresh policies given the base's budget, and the control
+    named for what it is; the exact ceilings as built (a 2-step budget fits every list)."""
+    run(
+        "ceiling_gains.py", tmp_path, "--task", "ChooseList", "--candidates", "1", "--retrain-from", "scratch"
+    )
+    assert not (tmp_path / "ceiling_gains_chooselist.md").exists()
+    text = (tmp_path / "ceiling_gains_chooselist_scratch.md").read_text()
+    assert png_ok(tmp_path / "ceiling_gains_chooselist_scratch.png")
+    assert (
+        "ceiling_gains.py --task ChooseList --quick --candidates 1 --retrain-from scratch --out docs" in text
+    )
+    assert "12,000 steps to train a fresh policy (its own seed) (`--retrain-from scratch`)" in text
+    rows = {
+        cells[0]: cells
+        for line in text.splitlines()
+        if line.startswith("| ") and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 10
+    }
+    assert set(rows) == {"candidate", "control: fresh policy under base", "budget 2, fields reversed"}
+    assert float(rows["control: fresh policy under base"][1]) < 1.0
+    assert float(rows["budget 2, fields reversed"][1]) == 1.0
 
 
 @pytest.mark.llm
