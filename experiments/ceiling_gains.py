@@ -1,7 +1,7 @@
 """Harnesses worth retraining under: a fixed-model comparison rejects some that win after retraining.
 
     .venv/bin/python experiments/ceiling_gains.py [--task ClickCheckboxes|ChooseList]
-        [--quick | --long] [--workers 2] [--out docs]
+        [--quick | --long] [--retrain-from base|shrink-perturb|scratch] [--workers 2] [--out docs]
 
 Published claim (DESIGN.md): every new harness that a fixed-model comparison rejects but that
 raises the ceiling outperforms the original agent after further training under it, and the
@@ -19,7 +19,9 @@ package's own web task, on CPU:
    fixed-model comparison; "rejected" when below the base policy's success under the base
    harness) and its mismatch (ceiling - deployed), paired per episode seed.
 3. Retrain each seed's base policy under each candidate for the same number of steps, and, as
-   the control, continue it under the base harness for that budget.
+   the control, continue it under the base harness for that budget (``--retrain-from``: continue
+   it as it is, after shrink and perturb, or train a fresh policy instead: continuing a
+   converged policy can stall where a fresh one learns, docs/choosing-a-harness.md).
 4. Report, paired by seed: the realized gain (retrained success under the candidate minus the
    original agent's success under the base harness) with a 95% interval over training seeds;
    how many rejected-but-higher-ceiling candidates beat the original; and how four predictors
