@@ -41,6 +41,7 @@ the one training leaves. It writes ``ceiling_gains.md`` and ``ceiling_gains.png`
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tempfile
 import time
@@ -315,7 +316,32 @@ def main() -> None:
         help="base: continue the base policy (default); shrink-perturb: continue it after moving its "
         "weights toward a fresh initialization; scratch: a fresh policy under each candidate",
     )
+    parser.add_argument(
+        "--from-results",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="re-render the page and plot from a run's saved measurements (<page>.json), no training",
+    )
     args = parser.parse_args()
+    if args.from_results is not None:
+        given = [
+            a
+            for a in vars(args)
+            if a not in ("from_results", "out") and getattr(args, a) != parser.get_default(a)
+        ]
+        if given:
+            flags = ", ".join("--" + g.replace("_", "-") for g in given)
+            parser.error(f"--from-results re-renders a finished run; drop {flags}")
+        try:
+            record = json.loads(args.from_results.read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--from-results: cannot read {args.from_results}: {exc}")
+        missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
+        if missing:
+            parser.error(f"--from-results: {args.from_results} is not a saved run (no {', '.join(missing)})")
+        render(record, Path(args.out))
+        return
     start = time.perf_counter()
     mode = "quick" if args.quick else "long" if args.long else "default"
     n_seeds = args.seeds or {"quick": 2, "default": 4, "long": 8}[mode]
@@ -366,7 +392,6 @@ def main() -> None:
             say(f"retrained seed {s} under {label}: success {np.mean(j.result()):.3f}")
         after = {k: np.asarray(j.result()) for k, j in after_jobs.items()}
 
-    results = analyse(specs, ceilings, before, after, seeds)
     minutes = (time.perf_counter() - start) / 60
     settings = {
         "mode": mode,
@@ -381,7 +406,38 @@ def main() -> None:
         "recipe": args.retrain_from,
         "minutes": minutes,
     }
-    write_outputs(Path(args.out), results, settings, log, setup)
+    record = {
+        "settings": settings,
+        "specs": specs,
+        "seeds": seeds,
+        "log": log,
+        "ceilings": {n: v.tolist() for n, v in ceilings.items()},
+        "before": {f"{n}|{s}": v.tolist() for (n, s), v in before.items()},
+        "after": {f"{n}|{s}": v.tolist() for (n, s), v in after.items()},
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / f"{setup.stem(args.retrain_from)}.json"
+    saved.write_text(json.dumps(record))  # before the analysis: a failure there loses no training
+    print(f"saved the measurements to {saved}", flush=True)
+    render(record, out)
+
+
+RECORD_KEYS = ("settings", "specs", "seeds", "log", "ceilings", "before", "after")
+
+
+def render(record: dict[str, Any], out: Path) -> None:
+    """The page and the plot from a run's saved measurements (``--from-results`` re-renders)."""
+
+    def keyed(table: dict[str, list[float]]) -> dict[tuple[str, int], np.ndarray]:
+        return {(k.rsplit("|", 1)[0], int(k.rsplit("|", 1)[1])): np.asarray(v) for k, v in table.items()}
+
+    settings = record["settings"]
+    ceilings = {n: np.asarray(v) for n, v in record["ceilings"].items()}
+    results = analyse(
+        record["specs"], ceilings, keyed(record["before"]), keyed(record["after"]), record["seeds"]
+    )
+    write_outputs(out, results, settings, record["log"], SETUPS[settings["task"]])
 
 
 def analyse(

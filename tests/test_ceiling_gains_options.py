@@ -63,3 +63,36 @@ def test_shrink_and_perturb_mixes_every_weight_with_a_fresh_initialization() -> 
     for old, new, init in zip(before, after, fresh.parameters(), strict=True):
         assert torch.allclose(new, 0.4 * old + 0.1 * init, atol=1e-7)
         assert not torch.allclose(new, old)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("not json", "cannot read"),
+        ('{"settings": {}}', "is not a saved run (no specs, seeds, log, ceilings, before, after)"),
+        ("[1, 2]", "is not a saved run"),
+    ],
+)
+def test_from_results_refuses_a_file_that_is_not_a_saved_run(tmp_path: Path, content: str, said: str) -> None:
+    bad = tmp_path / "run.json"
+    bad.write_text(content)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--from-results", str(bad), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_from_results_refuses_training_options(tmp_path: Path) -> None:
+    """Re-rendering trains nothing, so a training option beside it would be silently ignored."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--from-results", str(tmp_path / "x.json"), "--seeds", "3", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--from-results re-renders a finished run; drop --quick, --seeds" in done.stderr

@@ -69,7 +69,8 @@ def test_ceiling_gains_experiment(tmp_path: Path) -> None:
 def test_ceiling_gains_from_scratch_names_its_recipe_and_its_control(tmp_path: Path) -> None:
     """``--retrain-from scratch`` on ChooseList: its own page (the default recipe's page is kept),
     the command that regenerates it, fresh policies given the base's budget, and the control
-    named for what it is; the exact ceilings as built (a 2-step budget fits every list)."""
+    named for what it is; the exact ceilings as built (a 2-step budget fits every list); the
+    saved measurements re-render the same page (``--from-results``)."""
     run(
         "ceiling_gains.py", tmp_path, "--task", "ChooseList", "--candidates", "1", "--retrain-from", "scratch"
     )
@@ -88,6 +89,21 @@ def test_ceiling_gains_from_scratch_names_its_recipe_and_its_control(tmp_path: P
     assert set(rows) == {"candidate", "control: fresh policy under base", "budget 2, fields reversed"}
     assert float(rows["control: fresh policy under base"][1]) < 1.0
     assert float(rows["budget 2, fields reversed"][1]) == 1.0
+    # The measurements are saved before the analysis, and re-render the same page without training.
+    again = tmp_path / "again"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "experiments" / "ceiling_gains.py"),
+            "--from-results",
+            str(tmp_path / "ceiling_gains_chooselist_scratch.json"),
+            "--out",
+            str(again),
+        ],
+        check=True,
+        timeout=300,
+    )
+    assert (again / "ceiling_gains_chooselist_scratch.md").read_text() == text
 
 
 @pytest.mark.llm
