@@ -520,6 +520,13 @@ def _ci(t: tuple[float, float, float], digits: int = 2, signed: bool = False) ->
     return f"{f.format(mean)} [{f.format(low)}, {f.format(high)}]"
 
 
+def _rank_cell(spearman: tuple[float, float, float]) -> str:
+    """A Spearman cell; none where the candidates cannot be ranked (one, or all tied)."""
+    if spearman[0] != spearman[0]:
+        return "none: needs 2+ candidates that differ on both sides"
+    return _ci(spearman, signed=True)
+
+
 def write_outputs(
     out: Path, res: dict[str, Any], settings: dict[str, Any], log: list[str], setup: Setup
 ) -> None:
@@ -652,7 +659,7 @@ def write_outputs(
     ]
     for label, a in res["agreement"].items():
         lines.append(
-            f"| {label} | {_ci(a['spearman'], signed=True)} | {', '.join(a['top'])} | {a['top_gain']:+.2f} |"
+            f"| {label} | {_rank_cell(a['spearman'])} | {', '.join(a['top'])} | {a['top_gain']:+.2f} |"
         )
     lines += [
         "",
