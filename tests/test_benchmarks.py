@@ -4,20 +4,17 @@ leave them timing nothing. No timing is asserted here."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(name: str):  # noqa: ANN202 - a benchmark script as a module
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"benchmarks/{name}.py")
 
 
 def test_demo_time_finds_every_job_of_make_demo_and_moves_its_folders(tmp_path: Path) -> None:

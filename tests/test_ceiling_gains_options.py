@@ -3,13 +3,12 @@ recipes do what they say."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from script_loader import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "ceiling_gains.py"
 
@@ -34,14 +33,6 @@ def test_an_unknown_retraining_recipe_is_refused_in_one_line() -> None:
     assert "Traceback" not in done.stderr
 
 
-def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("ceiling_gains_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while it runs
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_shrink_and_perturb_mixes_every_weight_with_a_fresh_initialization() -> None:
     """theta <- 0.4 theta + 0.1 theta_fresh on every policy parameter (value head and shared
     layers too), theta_fresh being what the policy's own initializer draws from the same seed."""
@@ -53,7 +44,7 @@ def test_shrink_and_perturb_mixes_every_weight_with_a_fresh_initialization() -> 
     model = sb3.train("maskable_ppo", "harness_gym/ChooseList-v0", steps=1, seed=3).model
     before = [p.detach().clone() for p in model.policy.parameters()]
     torch.manual_seed(11)
-    _script().shrink_and_perturb(model)
+    load_script("experiments/ceiling_gains.py").shrink_and_perturb(model)
     torch.manual_seed(11)
     fresh = type(model.policy)(
         model.observation_space, model.action_space, model.lr_schedule, **model.policy_kwargs

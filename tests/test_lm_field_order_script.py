@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from script_loader import load_script
 
 from harness_gym import Harness
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _script():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(
-        "lm_field_order", ROOT / "experiments" / "lm_field_order.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/lm_field_order.py")
 
 
 def test_rows_reverse_each_order_alone_then_both() -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.analysis.stats import mean_ci
+from harness_gym.analysis.stats import Z95, mean_ci
 
 #: The rankings compared with measured success, and the score each sorts by (higher first).
 PREDICTORS = ("ceiling", "mismatch", "difference")
@@ -199,7 +199,7 @@ def spearman_interval(x: Sequence[float], y: Sequence[float]) -> tuple[float, fl
         return rho, math.nan, math.nan
     cap = 1 - 1 / n**2
     r = min(max(rho, -cap), cap)
-    half = 1.959964 * math.sqrt((1 + r * r / 2) / (n - 3))
+    half = Z95 * math.sqrt((1 + r * r / 2) / (n - 3))
     low, high = math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
     return rho, (-1.0 if rho <= -cap else low), (1.0 if rho >= cap else high)
 
