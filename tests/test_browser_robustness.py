@@ -607,6 +607,36 @@ def test_a_bad_devtools_mode_is_refused_with_the_choices(monkeypatch) -> None:
 #: the collector runs its finalizer inside Playwright's event loop (how a browser sweep that
 #: dropped the env of each cell's ceiling hung for good). The profile hook only chooses the
 #: moment of a real collection; nothing is replaced.
+def test_a_killed_process_counts_as_gone_before_it_is_reaped() -> None:
+    """A cleanup that killed a browser's processes must not see them as left over while they
+    wait to exit or to be reaped (CI saw killed renderers still runnable, SIGKILL pending)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    needle = f"HG_CENSUS_{uuid.uuid4().hex}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, needle: "1"}
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not processes_matching(needle) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert processes_matching(needle) == [child.pid]  # alive and found by its environment
+        os.kill(child.pid, signal.SIGKILL)
+        assert processes_matching(needle) == []  # killed: gone at once, whether exited or not
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the killed child never exited"
+            time.sleep(0.01)
+        assert processes_matching(needle) == []  # a zombie nobody reaped yet
+    finally:
+        child.kill()
+        child.wait()
+
+
 _COLLECTED_INSIDE_PLAYWRIGHT = """
 import gc, sys
 from harness_gym.core.registry import make_env

@@ -26,16 +26,30 @@ def _cmdline(pid: int) -> str:
     return _read(pid, "cmdline")
 
 
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+_SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def _is_dying(pid: int) -> bool:
+    """Whether ``pid`` is gone, a zombie, or already sent SIGKILL.
+
+    A process that was sent SIGKILL cannot run again, but on a loaded machine it may wait
+    a while for a CPU before it exits (seen: Chromium renderers still runnable after a kill,
+    their SIGKILL pending); counting it as alive made a cleanup look like a leak."""
+    status = _read(pid, "status")
+    if not status:
         return True
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key == "State" and value.strip()[:1] in ("Z", "X"):
+            return True
+        if key in ("SigPnd", "ShdPnd") and int(value.strip() or "0", 16) & _SIGKILL_BIT:
+            return True
+    return False
 
 
 def processes_matching(needle: str) -> list[int]:
-    """Live (non-zombie) processes whose command line or environment contains ``needle``.
+    """Live processes (not zombies, not already killed) whose command line or environment
+    contains ``needle``.
 
     Linux only (``/proc``); elsewhere the list is empty.
     """
@@ -47,7 +61,7 @@ def processes_matching(needle: str) -> list[int]:
         if not entry.isdigit() or int(entry) == own:
             continue
         pid = int(entry)
-        if (needle in _cmdline(pid) or needle in _read(pid, "environ")) and not _is_zombie(pid):
+        if (needle in _cmdline(pid) or needle in _read(pid, "environ")) and not _is_dying(pid):
             pids.append(pid)
     return sorted(pids)
 
