@@ -579,6 +579,14 @@ def write_outputs(
 
     s = settings
     quick = s["mode"] == "quick"
+    steps = s["seeds"] * (s["base_steps"] + (len(names) + 1) * s["retrain_steps"])
+    rate = steps / (60 * s["minutes"] * s["workers"])
+    pairing = (
+        "each seed's fresh policy is compared with the base policy of the same seed index, which "
+        "shares nothing with it but the index: the differences are unpaired draws, ordered"
+        if recipe == "scratch"
+        else "paired: each seed's retrained policy is compared with its own base policy"
+    )
     flag = {"quick": " --quick", "long": " --long", "default": ""}[s["mode"]]
     if setup.task != DEFAULT_TASK:
         flag = f" --task {setup.task}" + flag
@@ -596,9 +604,9 @@ def write_outputs(
     lines = [
         "# Harnesses worth retraining under: ceiling and mismatch predict the gains",
         "",
-        f"Regenerate ({s['minutes']:.0f} minutes with {s['workers']} workers on a shared machine; the "
-        "default run's ~2.5M MaskablePPO steps are sized for 45 minutes on 2 idle cores at the "
-        "~800 steps/s per core measured here when idle):",
+        f"Regenerate ({s['minutes']:.0f} minutes with {s['workers']} workers: {steps:,} MaskablePPO "
+        f"training steps, {rate:.0f} per worker-second over the whole run, evaluation and exact "
+        "ceilings included):",
         "",
         "```sh",
         f".venv/bin/python experiments/ceiling_gains.py{flag} --out docs",
@@ -611,8 +619,7 @@ def write_outputs(
         f"{s['retrain_steps']:,} steps to {how} (`--retrain-from {recipe}`). Every success rate is "
         f"greedy, on the same {s['n_eval']} evaluation "
         f"episodes (seeds {EVAL_SEED0:,} on) for every policy and harness; intervals are 95% Student t "
-        "over training seeds (the seed is the unit; paired: each seed's retrained policy is compared "
-        "with its own base policy). Ceilings are exact (`harness_gym.analysis.ceiling`, search "
+        f"over training seeds (the seed is the unit; {pairing}). Ceilings are exact (`harness_gym.analysis.ceiling`, search "
         "finished on every episode)."
         + (" **Quick smoke run: small budgets, not the reported figures.**" if quick else ""),
         "",
