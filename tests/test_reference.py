@@ -26,7 +26,8 @@ def simulate(seed: int, n: int = 80, ceiling=CEILING, mismatch=MISMATCH, tasks: 
     rows = []
     for t in range(tasks):
         for s in range(n // tasks):
-            for h, name in enumerate(NAMES):
+            for h in range(len(ceiling)):
+                name = f"h{h}"
                 u = rng.random()
                 for agent, p in (("ref", ceiling[h]), ("agent", ceiling[h] - mismatch[h])):
                     rows.append(
@@ -90,6 +91,33 @@ def test_intervals_cover_the_truth() -> None:
         assert 0.91 <= k / total <= 0.995, (name, k / total)
     for p, k in rank_hits.items():
         assert 0.9 <= k / reps <= 0.995, (p, k / reps)
+
+
+#: Designs where harnesses tie or nearly tie, in truth (6 harnesses with 0.02 gaps and one exact
+#: tie in the mismatch; 4 harnesses with exact ties in both ceiling and success). The percentile
+#: bootstrap interval alone covered 74.5% and 81% of the time there (200 seeds).
+TIED_DESIGNS = {
+    "pairs": ([0.90, 0.88, 0.60, 0.58, 0.40, 0.38], [0.50, 0.52, 0.45, 0.43, 0.30, 0.32]),
+    "exact": ([0.40, 0.60, 0.45, 0.60], [0.35, 0.10, 0.35, 0.25]),
+}
+
+
+@pytest.mark.parametrize("design", sorted(TIED_DESIGNS))
+def test_rank_intervals_cover_the_truth_where_harnesses_tie(design: str) -> None:
+    """Near and exact ties make the order of those harnesses a coin flip in every sample; the
+    rank-correlation intervals still cover the true correlations (average ranks for ties) in
+    at least 88% of 150 seeds (measured 92-99% over 200)."""
+    ceiling, success = (np.array(v) for v in TIED_DESIGNS[design])
+    truth = {"ceiling": spearman(ceiling, success), "mismatch": spearman(success - ceiling, success)}
+    hits = dict.fromkeys(truth, 0)
+    reps = 150
+    for seed in range(reps):
+        rows = simulate(20_000 + seed, n=60, ceiling=ceiling, mismatch=ceiling - success)
+        ranks = reference_analysis(rows, "ref", n_boot=300, seed=seed).rankings.set_index("predictor")
+        for p in truth:
+            hits[p] += ranks.loc[p, "spearman_low"] <= truth[p] <= ranks.loc[p, "spearman_high"]
+    for p, k in hits.items():
+        assert 0.88 <= k / reps <= 1.0, (design, p, k / reps)
 
 
 def test_negative_mismatch_is_reported() -> None:

@@ -12,15 +12,16 @@ evaluated agent's mismatch is measured against it, paired per task instance (tas
 
 Each harness is ranked by measured success, estimated ceiling, estimated mismatch (lower is
 better) and their difference; each ranking is compared with the measured one by Spearman's rank
-correlation, with a 95% percentile bootstrap interval over task instances (all harnesses of a
-resample share its instances, as they do in the sweep). A negative mismatch (the reference
-weaker than the agent under a harness) is reported as such: ``weaker_reference`` is ``"yes"``
-when the mismatch's interval lies below 0 and ``"maybe"`` when only its mean does.
+correlation, with a 95% bootstrap interval over task instances (all harnesses of a resample
+share its instances, as they do in the sweep). A negative mismatch (the reference weaker than
+the agent under a harness) is reported as such: ``weaker_reference`` is ``"yes"`` when the
+mismatch's interval lies below 0 and ``"maybe"`` when only its mean does.
 
-The rank-correlation intervals cover the true correlation ~95% when neighbouring harnesses
-differ by more than their noise (measured in tests/test_reference.py); where two harnesses
-nearly tie, their order, and so the "true" correlation, is a coin flip, and the percentile
-interval undercovers (77% in a design with 0.05 gaps at 60 instances).
+The rank-correlation interval is the union of the percentile and the basic bootstrap intervals
+(:func:`_bootstrap_interval`): where harnesses nearly or exactly tie, noise scrambles their
+order and the percentile interval alone covered the true correlation 74-81% of the time; the
+union covered 91.5-99.5% on every design simulated at 60 instances over 200 seeds (separated,
+0.02-0.05 gaps, exact ties), 6-38% wider (tests/test_reference.py).
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def reference_analysis(
         best = float(scores["success"].max())
         for predictor in PREDICTORS:
             rho = spearman(scores[predictor], scores["success"])
-            low, high = _percentile(boot[predictor])
+            low, high = _bootstrap_interval(rho, boot[predictor])
             top = int(np.argmax(scores[predictor]))
             rankings.append(
                 {
@@ -231,11 +232,18 @@ def _rowwise_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (rx * ry).sum(axis=1) / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _percentile(draws: np.ndarray) -> tuple[float, float]:
+def _bootstrap_interval(rho: float, draws: np.ndarray) -> tuple[float, float]:
+    """The union of the percentile and the basic (reflected) 95% bootstrap intervals.
+
+    Where harnesses nearly tie, noise scrambles their order, so the sample Spearman sits nearer
+    0 than the truth and its resamples nearer still: the percentile interval is shifted the wrong
+    way; the basic interval corrects the shift but undercovers where the estimate is unbiased.
+    Neither alone holds on both kinds of design; the union does (module docstring)."""
     draws = draws[~np.isnan(draws)]
-    if draws.size == 0:
+    if draws.size == 0 or rho != rho:
         return (math.nan, math.nan)
-    return (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
+    low, high = (float(q) for q in np.percentile(draws, [2.5, 97.5]))
+    return (max(-1.0, min(low, 2 * rho - high)), min(1.0, max(high, 2 * rho - low)))
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
