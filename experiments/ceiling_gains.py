@@ -619,8 +619,8 @@ def write_outputs(
         f"{s['retrain_steps']:,} steps to {how} (`--retrain-from {recipe}`). Every success rate is "
         f"greedy, on the same {s['n_eval']} evaluation "
         f"episodes (seeds {EVAL_SEED0:,} on) for every policy and harness; intervals are 95% Student t "
-        f"over training seeds (the seed is the unit; {pairing}). Ceilings are exact (`harness_gym.analysis.ceiling`, search "
-        "finished on every episode)."
+        f"over training seeds (the seed is the unit; {pairing}). Ceilings are exact "
+        "(`harness_gym.analysis.ceiling`, search finished on every episode)."
         + (" **Quick smoke run: small budgets, not the reported figures.**" if quick else ""),
         "",
         f"![ceiling gains]({stem}.png)",
