@@ -230,3 +230,62 @@ def test_marginal_effects_and_worst_harness() -> None:
     worst = worst_harness(rows)
     assert list(worst["worst_harness"]) == ["h0"] * 4
     assert list(worst["best_success"]) == [1.0] * 4 and list(worst["worst_success"]) == [0.0] * 4
+
+
+def test_long_level_names_and_withheld_effects_still_draw_legible_plots(tmp_path: Path) -> None:
+    """A tool-renaming level names ~100 characters: drawn whole under a rotated axis it left no
+    room for the axes (matplotlib gave up the layout, warning). Long names are shortened, the
+    figure reserves their height, and a plot whose every effect is withheld says so."""
+    import warnings
+
+    from harness_gym.analysis.report_plots import (
+        LABEL_CHARS,
+        _level_label,
+        plot_heatmap,
+        plot_marginal_effects,
+    )
+
+    long = "+".join(f"('{a}', '{a.upper()}_ELEMENT_AND_DO_IT')" for a in ("click", "press", "type"))
+    rows = pd.DataFrame(
+        [
+            {"agent": "a", "task_id": f"T{t}", "success": float((t + k) % 2), "episode_return": 0.0,
+             "error": None, "level_rename_tools": lv, "level_obs_format": "json"}
+            for t in range(2) for k, lv in enumerate(["none", long])
+        ]
+    )  # fmt: skip
+    effects = pd.DataFrame(
+        [
+            {"agent": "a", "factor": "rename_tools", "level": lv, "effect": None, "effect_low": None,
+             "effect_high": None, "estimator": "least squares"}
+            for lv in ("none", long)
+        ]
+    )  # fmt: skip
+    factors = ["rename_tools", "obs_format"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the collapsed layout was a UserWarning
+        heat = plot_heatmap(rows, factors, ["a"], tmp_path / "heat.png")
+        marginal = plot_marginal_effects(effects, factors, ["a"], tmp_path / "effects.png")
+    assert png_size(heat)[1] > 250 and png_size(marginal)[1] > 250
+    label = _level_label("rename_tools", long)
+    assert len(label) <= LABEL_CHARS and label.startswith("rename_tools=(") and label.endswith("DO_IT')")
+    assert _level_label("obs_format", "json") == "obs_format=json"
+
+
+def test_a_design_that_withholds_every_effect_is_not_called_null() -> None:
+    """ "No factor effect is significant" claims a test ran; when the design withholds every
+    effect (presets: aliased throughout) the summary says none can be estimated."""
+    from types import SimpleNamespace
+
+    from harness_gym.analysis.report_summary import _summary_effects
+
+    withheld = pd.DataFrame(
+        [
+            {"agent": "a", "factor": f, "level": "x", "n": 40, "effect": float("nan"),
+             "effect_low": float("nan"), "effect_high": float("nan"), "p_holm": float("nan"),
+             "significant": False, "aliased_with": "", "estimator": "least squares"}
+            for f in ("obs_format", "tool_style")
+        ]
+    )  # fmt: skip
+    text = _summary_effects(SimpleNamespace(table=withheld, unmet=False), "a")
+    assert text.startswith("No factor effect can be estimated from this design.")
+    assert "Withheld (see Marginal effects): obs_format, tool_style." in text

@@ -31,6 +31,25 @@ def _figure(width: float, height: float) -> Any:
     )
 
 
+#: The longest level label drawn under a plot's axis; a longer one (a tool-renaming level runs to
+#: ~100 characters) keeps its start and end. Rotated labels take height: a figure reserves it
+#: (:func:`_label_height`), else the layout collapses the axes and draws nothing legible.
+LABEL_CHARS = 36
+
+
+def _level_label(factor: str, level: Any) -> str:
+    text = f"{factor}={level}"
+    if len(text) <= LABEL_CHARS:
+        return text
+    keep = (LABEL_CHARS - 1) // 2
+    return f"{text[:keep]}\u2026{text[-keep:]}"
+
+
+def _label_height(labels: Sequence[str], fontsize: float = 6) -> float:
+    """Inches that rotated tick labels of ``fontsize`` points take below an axis."""
+    return 0.2 + 0.65 * fontsize / 72 * max((len(t) for t in labels), default=0)
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.savefig(path, format="png")
     return path
@@ -55,7 +74,9 @@ def plot_heatmap(
     levels = levels or {f: _levels(rows, f) for f in factors}
     tasks = sorted(ok["task_id"].unique()) or ["(none)"]
     columns = [(f, lv) for f in factors for lv in levels.get(f, [])]
-    fig = _figure(3.5 + 0.28 * len(columns), 1.6 + len(agents) * (0.6 + 0.26 * len(tasks)))
+    ticks = [_level_label(f, lv) for f, lv in columns]
+    panels = len(agents) * (0.6 + 0.26 * len(tasks))
+    fig = _figure(3.5 + 0.28 * len(columns), 1.2 + _label_height(ticks) + panels)
     axes = fig.subplots(len(agents), 1, squeeze=False, sharex=True)[:, 0]
     annotate = len(agents) * len(tasks) * len(columns) <= 600
     image = None
@@ -81,7 +102,7 @@ def plot_heatmap(
                 if v == v:
                     color = "black" if v > 0.6 else "white"
                     ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=5, color=color)
-    axes[-1].set_xticks(range(len(columns)), [f"{f}={lv}" for f, lv in columns], rotation=90, fontsize=6)
+    axes[-1].set_xticks(range(len(columns)), ticks, rotation=90, fontsize=6)
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.6, label="success rate")
     return _save(fig, path)
@@ -92,7 +113,8 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
     labels = list(dict.fromkeys(zip(effects["factor"], effects["level"]))) if len(effects) else []
     order = {f: i for i, f in enumerate(factors)}
     labels.sort(key=lambda fl: order.get(fl[0], 0))
-    fig = _figure(3 + 0.3 * len(labels), 4.2)
+    ticks = [_level_label(f, lv) for f, lv in labels]
+    fig = _figure(3 + 0.3 * len(labels), 3.2 + _label_height(ticks))
     ax = fig.subplots()
     if not labels:
         _empty(ax, "no finished episodes")
@@ -119,7 +141,18 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
             label=agent,
         )
     ax.axhline(0, color="grey", linewidth=0.8)
-    ax.set_xticks(range(len(labels)), [f"{f}={lv}" for f, lv in labels], rotation=90, fontsize=6)
+    if not effects["effect_low"].notna().any():
+        note = ax.text(
+            0.5,
+            0.6,
+            "every effect withheld:\nthis design cannot estimate them\n(see the Marginal effects table)",
+            ha="center",
+            va="center",
+            fontsize=8,
+            transform=ax.transAxes,
+        )
+        note.set_in_layout(False)
+    ax.set_xticks(range(len(labels)), ticks, rotation=90, fontsize=6)
     factor_of = [f for f, _ in labels]
     for i in range(1, len(labels)):
         if factor_of[i] != factor_of[i - 1]:
@@ -127,7 +160,7 @@ def plot_marginal_effects(effects: Any, factors: Sequence[str], agents: Sequence
     ax.set_ylabel("effect on success (pp)")
     estimators = ", ".join(dict.fromkeys(effects["estimator"])) if "estimator" in effects else ""
     ax.set_title(
-        f"effect of each harness factor level ({estimators}; 95% intervals; withheld ones not drawn)",
+        f"effect of each harness factor level\n({estimators}; 95% intervals; withheld ones not drawn)",
         fontsize=9,
     )
     ax.legend(fontsize=7, loc="best")

@@ -48,7 +48,12 @@ def _summary_effects(estimated: Any, agent: str) -> str:
                 "interaction; foldover separates them)"
             )
     withheld = sorted(set(mine[mine["effect_low"].isna()]["factor"])) if len(mine) else []
-    text = ("Factors that matter: " + "; ".join(said) + ".") if said else "No factor effect is significant."
+    if said:
+        text = "Factors that matter: " + "; ".join(said) + "."
+    elif len(mine) and mine["effect_low"].isna().all():
+        text = "No factor effect can be estimated from this design."
+    else:
+        text = "No factor effect is significant."
     if withheld:
         text += f" Withheld (see Marginal effects): {', '.join(withheld)}."
     return text
