@@ -637,6 +637,43 @@ def test_a_killed_process_counts_as_gone_before_it_is_reaped() -> None:
         child.wait()
 
 
+def test_a_stopped_or_killed_process_is_one_that_will_not_answer() -> None:
+    """The driver's health check: a process stopped (SIGSTOP), or killed, will not answer; one
+    continued (SIGCONT) will. CI saw a driver sent SIGSTOP still runnable, the stop pending,
+    when the next reset checked it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from harness_gym.envs.browser.processes import is_stopped_or_dying, process_state
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+
+        def wait_for(letter: str) -> None:
+            deadline = time.monotonic() + 10
+            while process_state(child.pid)[0] != letter:
+                assert time.monotonic() < deadline, (letter, process_state(child.pid))
+                time.sleep(0.01)
+
+        wait_for("S")
+        assert not is_stopped_or_dying(child.pid)
+        os.kill(child.pid, signal.SIGSTOP)
+        assert is_stopped_or_dying(child.pid)  # at once: stopped, or the stop still pending
+        wait_for("T")
+        assert is_stopped_or_dying(child.pid)
+        os.kill(child.pid, signal.SIGCONT)
+        wait_for("S")
+        assert not is_stopped_or_dying(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        assert is_stopped_or_dying(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert is_stopped_or_dying(child.pid) and process_state(child.pid) == ("", 0)  # reaped: gone
+
+
 _COLLECTED_INSIDE_PLAYWRIGHT = """
 import gc, sys
 from harness_gym.core.registry import make_env

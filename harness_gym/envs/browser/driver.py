@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from pathlib import Path
 
-from harness_gym.envs.browser.processes import _driver_children
+from harness_gym.envs.browser.processes import _driver_children, is_stopped_or_dying
 
 
 class _Driver:
@@ -40,11 +39,7 @@ class _Driver:
             return False
         if self.pid is None or not os.path.isdir("/proc"):
             return True
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return False
-        return stat[stat.rfind(")") + 2] not in "TtZXx"
+        return not is_stopped_or_dying(self.pid)
 
     def kill(self) -> None:
         """Kill the Node process: every call waiting on it fails at once."""

@@ -26,25 +26,40 @@ def _cmdline(pid: int) -> str:
     return _read(pid, "cmdline")
 
 
-_SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+def _bit(sig: signal.Signals) -> int:
+    return 1 << (sig - 1)
+
+
+def process_state(pid: int) -> tuple[str, int]:
+    """``pid``'s state letter (``""`` when gone) and the mask of signals pending for it.
+
+    A signal sent is acted on only when the process next runs: on a loaded machine a process
+    sent SIGKILL or SIGSTOP may stay runnable for a while, and only the pending mask tells."""
+    state, pending = "", 0
+    for line in _read(pid, "status").splitlines():
+        key, _, value = line.partition(":")
+        if key == "State":
+            state = value.strip()[:1]
+        elif key in ("SigPnd", "ShdPnd"):
+            pending |= int(value.strip() or "0", 16)
+    return state, pending
 
 
 def _is_dying(pid: int) -> bool:
-    """Whether ``pid`` is gone, a zombie, or already sent SIGKILL.
+    """Whether ``pid`` is gone, a zombie, or already sent SIGKILL (which cannot be caught).
 
-    A process that was sent SIGKILL cannot run again, but on a loaded machine it may wait
-    a while for a CPU before it exits (seen: Chromium renderers still runnable after a kill,
-    their SIGKILL pending); counting it as alive made a cleanup look like a leak."""
-    status = _read(pid, "status")
-    if not status:
-        return True
-    for line in status.splitlines():
-        key, _, value = line.partition(":")
-        if key == "State" and value.strip()[:1] in ("Z", "X"):
-            return True
-        if key in ("SigPnd", "ShdPnd") and int(value.strip() or "0", 16) & _SIGKILL_BIT:
-            return True
-    return False
+    Seen: Chromium renderers still runnable after a kill, their SIGKILL pending; counting them
+    as alive made a cleanup look like a leak."""
+    state, pending = process_state(pid)
+    return state in ("", "Z", "X", "x") or bool(pending & _bit(signal.SIGKILL))
+
+
+def is_stopped_or_dying(pid: int) -> bool:
+    """Whether ``pid`` is gone, dying, stopped, or sent SIGSTOP (which cannot be caught) and
+    not yet stopped: a process that will not answer."""
+    state, pending = process_state(pid)
+    halting = _bit(signal.SIGKILL) | _bit(signal.SIGSTOP)
+    return state in ("", "Z", "X", "x", "T", "t") or bool(pending & halting)
 
 
 def processes_matching(needle: str) -> list[int]:
