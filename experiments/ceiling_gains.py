@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -405,6 +406,7 @@ def main() -> None:
         "retrain_flag": args.retrain_steps,
         "recipe": args.retrain_from,
         "minutes": minutes,
+        "out": args.out,
     }
     record = {
         "settings": settings,
@@ -609,7 +611,7 @@ def write_outputs(
         "ceilings included):",
         "",
         "```sh",
-        f".venv/bin/python experiments/ceiling_gains.py{flag} --out docs",
+        f".venv/bin/python experiments/ceiling_gains.py{flag} --out {shlex.quote(s.get('out', 'docs'))}",
         "```",
         "",
         f"Task `{setup.task}`. Base harness: `{setup.base.describe()}` (exact ceiling "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -77,8 +78,9 @@ def test_ceiling_gains_from_scratch_names_its_recipe_and_its_control(tmp_path: P
     assert not (tmp_path / "ceiling_gains_chooselist.md").exists()
     text = (tmp_path / "ceiling_gains_chooselist_scratch.md").read_text()
     assert png_ok(tmp_path / "ceiling_gains_chooselist_scratch.png")
-    assert (
-        "ceiling_gains.py --task ChooseList --quick --candidates 1 --retrain-from scratch --out docs" in text
+    assert (  # the command as run, its folder included (the docs pages' runs wrote to docs)
+        "ceiling_gains.py --task ChooseList --quick --candidates 1 --retrain-from scratch "
+        f"--out {shlex.quote(str(tmp_path))}" in text
     )
     assert "12,000 steps to train a fresh policy (its own seed) (`--retrain-from scratch`)" in text
     rows = {
