@@ -18,8 +18,9 @@ This module imports torch and stable-baselines3; ``import harness_gym`` does not
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
         "pip install 'harness-gym[rl]' (torch is pinned to the CPU build 2.13.0)"
     ) from err
 
+from harness_gym.baselines.hyperparams import tuned
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
@@ -58,27 +60,10 @@ from harness_gym.wrappers.encoding import HashedFeatures, TextEncoder
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "maskable_ppo": MaskablePPO, "dqn": DQN}
 
-#: Defaults tuned for short harness-env episodes (a few steps, reward at the end).
-DEFAULT_HYPERPARAMS: dict[str, dict[str, Any]] = {
-    "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 4, "learning_rate": 3e-3, "ent_coef": 0.0},
-    "maskable_ppo": {
-        "n_steps": 128,
-        "batch_size": 128,
-        "n_epochs": 4,
-        "learning_rate": 3e-3,
-        "ent_coef": 0.0,
-    },
-    "dqn": {
-        "learning_rate": 1e-3,
-        "buffer_size": 50_000,
-        "learning_starts": 1_000,
-        "batch_size": 64,
-        "train_freq": 4,
-        "target_update_interval": 500,
-        "exploration_fraction": 0.3,
-        "exploration_final_eps": 0.05,
-    },
-}
+#: The hyperparameters of each algo's ``default`` entry (harness_gym/baselines/hyperparams/):
+#: short harness-env episodes (a few steps, reward at the end). A task's own entry is read over
+#: them by :func:`train`.
+DEFAULT_HYPERPARAMS: dict[str, dict[str, Any]] = {algo: tuned(algo).hyperparams for algo in ALGOS}
 
 
 # -- envs -------------------------------------------------------------------------------------
@@ -183,6 +168,10 @@ class TrainedModel:
     max_actions: int = DEFAULT_MAX_ACTIONS
     features: HashedFeatures = field(default_factory=default_features)
     hyperparams: dict[str, Any] = field(default_factory=dict)
+    #: Where the hyperparameters' defaults came from (``<file>#<entry>``, :mod:`.hyperparams`).
+    tuned_source: str = ""
+    #: The training harnesses beside ``harness`` (:func:`train`'s ``also``).
+    also: list[Harness] = field(default_factory=list)
 
     def predict_index(self, observation: str, legal_actions: list[str], deterministic: bool = True) -> int:
         """The menu index the model picks for a rendered observation and its legal actions."""
@@ -209,6 +198,8 @@ class TrainedModel:
             "max_actions": self.max_actions,
             "features": self.features.to_dict(),
             "hyperparams": self.hyperparams,
+            "tuned_source": self.tuned_source,
+            "also_harnesses": [h.to_dict() for h in self.also],
             "versions": {
                 "stable_baselines3": stable_baselines3.__version__,
                 "torch": torch.__version__,
@@ -257,6 +248,8 @@ class TrainedModel:
             max_actions=int(run["max_actions"]),
             features=HashedFeatures(**run["features"]),
             hyperparams=dict(run.get("hyperparams", {})),
+            tuned_source=str(run.get("tuned_source", "")),
+            also=[Harness.from_dict(h) for h in run.get("also_harnesses", [])],
         )
 
 
@@ -303,6 +296,7 @@ def train(
     seed: int = 0,
     *,
     harness: Harness | str | Mapping[str, Any] | Path | None = None,
+    also: Sequence[Harness | str | Mapping[str, Any] | Path] = (),
     max_actions: int = DEFAULT_MAX_ACTIONS,
     features: HashedFeatures | None = None,
     n_envs: int = 4,
@@ -314,7 +308,12 @@ def train(
 ) -> TrainedModel:
     """Train ``algo`` (``ppo``, ``maskable_ppo`` or ``dqn``) for ``steps`` env steps on ``env_id``.
 
-    ``harness`` replaces the env id's registered harness. Everything is seeded from ``seed``
+    ``hyperparams`` are read over the tuned entry of the env's task
+    (:func:`harness_gym.baselines.hyperparams.tuned`: the file's ``default`` where the task has
+    none). ``harness`` replaces the env id's registered harness. ``also`` trains under more
+    harnesses of the task beside it, balanced: the ``n_envs`` parallel envs take the training
+    harnesses in turn (``n_envs`` must be a multiple of their number), so every rollout holds each
+    harness equally often. Everything is seeded from ``seed``
     (torch, the SB3 model and the envs), so the same call gives the same model. ``log``
     (``tensorboard`` or ``wandb``, :mod:`harness_gym.logging_backends`) writes SB3's scalars
     (``rollout/ep_rew_mean``, ``train/loss``, ...) under ``log_dir``.
@@ -323,14 +322,23 @@ def train(
         raise ValueError(f"unknown algo {algo!r}; choose one of {list(ALGOS)}")
     check_backend(log)
     features = features or default_features(max_actions)
-    params = {**DEFAULT_HYPERPARAMS[algo], **dict(hyperparams or {})}
     probe = make_harness_env(env_id, harness)
     base = unwrap_harness_env(probe, "sb3.train")
     trained_harness, task_id = base.harness, base.task.task_id
     probe.close()
+    entry = tuned(algo, task_id)
+    params = {**entry.hyperparams, **dict(hyperparams or {})}
+    harnesses = [trained_harness, *(resolve_harness(h) for h in also)]
+    if n_envs % len(harnesses):
+        raise ValueError(
+            f"n_envs {n_envs} is not a multiple of the {len(harnesses)} training harnesses: each env "
+            f"keeps one harness, so give n_envs {len(harnesses)} or {2 * len(harnesses)}"
+        )
+    built = itertools.count()  # make_vec_env builds its envs in rank order
 
     def factory() -> gym.Env:
-        return adapt(make_harness_env(env_id, trained_harness), max_actions, features)
+        harness_i = harnesses[next(built) % len(harnesses)]
+        return adapt(make_harness_env(env_id, harness_i), max_actions, features)
 
     torch.manual_seed(seed)
     venv = make_vec_env(factory, n_envs=n_envs, seed=seed)
@@ -359,6 +367,8 @@ def train(
         max_actions=max_actions,
         features=features,
         hyperparams=params,
+        tuned_source=entry.source,
+        also=harnesses[1:],
     )
 
 

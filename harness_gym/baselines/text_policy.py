@@ -71,6 +71,12 @@ class TextPolicyConfig:
     hidden: int = 96
     kernel_size: int = 3
     dilations: tuple[int, ...] = (1, 2, 4, 8, 16)
+    #: Self-attention layers over the observation's tokens before the convolutions (0: none, the
+    #: policy of earlier releases). A position attends to the *other* positions (itself masked),
+    #: so it can learn "my word also stands there" (the link whose text the instruction quotes)
+    #: beyond the convolutions' reach; positions stay in the input, so the layout still matters.
+    attention_layers: int = 0
+    attention_heads: int = 4
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -225,6 +231,11 @@ class TextPolicy(nn.Module):
             nn.Conv1d(d, d, config.kernel_size, dilation=r, padding=r * (config.kernel_size - 1) // 2)
             for r in config.dilations
         )
+        self.attention = nn.ModuleList(
+            nn.MultiheadAttention(d, config.attention_heads, batch_first=True)
+            for _ in range(config.attention_layers)
+        )
+        self.attention_norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(config.attention_layers))
         self.gate = nn.Linear(d, 1)
         self.head = nn.Sequential(nn.Linear(3 * d + 1, config.hidden), nn.GELU(), nn.Linear(config.hidden, 1))
         nn.init.zeros_(self.head[-1].weight)
@@ -240,6 +251,8 @@ class TextPolicy(nn.Module):
         obs_mask = (obs_ids > 0).unsqueeze(-1).float()  # (B, L, 1)
         positions = torch.arange(length, device=obs_ids.device).clamp(max=self.config.max_obs_tokens - 1)
         x = (self.tok(obs_ids) + self.pos(positions) + self.dup(batch["obs_dup"])) * obs_mask
+        if len(self.attention):
+            x = self._attend(x, obs_ids > 0) * obs_mask
         h = x.transpose(1, 2)
         mask_t = obs_mask.transpose(1, 2)
         for conv in self.convs:
@@ -265,6 +278,17 @@ class TextPolicy(nn.Module):
         )
         logits = self.head(features).squeeze(-1)
         return logits.masked_fill(~act_mask, float("-inf"))
+
+    def _attend(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """Residual self-attention over the valid positions; a position's own key is damped
+        (not removed: a one-token observation still has a key), so it looks for its word elsewhere."""
+        length = x.shape[1]
+        own = torch.eye(length, dtype=x.dtype, device=x.device) * -1e4
+        for attn, norm in zip(self.attention, self.attention_norms):
+            y = norm(x)
+            out, _ = attn(y, y, y, key_padding_mask=~valid, attn_mask=own, need_weights=False)
+            x = x + torch.nan_to_num(out)  # an empty observation: every key is padding
+        return x
 
     # -- the API the analysis and agents use ---------------------------------------------
 
@@ -644,8 +668,10 @@ def save_run(
     harnesses: Sequence[Mapping[str, Any]],
     config: TextPolicyGRPOConfig,
     history: Sequence[Mapping[str, float]] = (),
+    tuned_source: str = "",
 ) -> Path:
-    """Save a trained policy with what it was trained under (``policy.pt`` + ``run.json``)."""
+    """Save a trained policy with what it was trained under (``policy.pt`` + ``run.json``);
+    ``tuned_source`` names the tuned entry its defaults came from (:mod:`.hyperparams`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -654,6 +680,7 @@ def save_run(
         "harnesses": [dict(h) for h in harnesses],
         "grpo": asdict(config),
         "policy": policy.config.to_dict(),
+        "tuned_source": tuned_source,
     }
     policy.save(out / "policy.pt", meta)
     (out / "run.json").write_text(json.dumps({**meta, "history": list(history)}, indent=2))

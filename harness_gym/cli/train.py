@@ -62,15 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--env",
         action="append",
         required=True,
-        help="env id to train on (text_policy: repeat for several training harnesses of one task)",
+        help="env id to train on; repeat for several training harnesses of one task (text_policy, and "
+        "SB3: the parallel envs take them in turn)",
     )
     parser.add_argument("--harness", help="replace the env's harness: a preset name or a YAML path")
     parser.add_argument(
         "--steps",
         type=positive_int,
         default=None,
-        help="SB3: total env steps (default 20000); text_policy: GRPO iterations (as --iterations); "
-        "grpo-lm: optimizer steps (default 10); not sft-lm",
+        help="SB3: total env steps; text_policy: GRPO iterations (as --iterations); grpo-lm: optimizer "
+        "steps; not sft-lm (default: the task's entry in harness_gym/baselines/hyperparams/)",
     )
     parser.add_argument("--seed", type=seed_int, default=0)
     parser.add_argument("--out", required=True, help="directory to write the model and its harness spec to")
@@ -84,15 +85,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1024,
         help="SB3: hash buckets of the action menu's features (0: encode the observation alone)",
     )
-    parser.add_argument("--n-envs", type=positive_int, default=4, help="SB3: parallel envs (in one process)")
+    parser.add_argument(
+        "--n-envs", type=positive_int, default=None, help="SB3: parallel envs (in one process; default 4)"
+    )
     parser.add_argument(
         "--hyperparams",
         default="{}",
-        help="JSON object of algorithm keyword arguments, e.g. '{\"learning_rate\": 1e-3}' (sft-lm, "
-        "grpo-lm: fields of their configs, such as lr_scheduler or warmup_steps)",
+        help="JSON object of algorithm keyword arguments read over the task's tuned entry "
+        "(harness_gym/baselines/hyperparams/), e.g. '{\"learning_rate\": 1e-3}' (sft-lm, grpo-lm: "
+        "fields of their configs, such as lr_scheduler or warmup_steps)",
     )
     parser.add_argument(
-        "--iterations", type=positive_int, default=None, help="text_policy: GRPO iterations (default 30)"
+        "--iterations",
+        type=positive_int,
+        default=None,
+        help="text_policy: GRPO iterations (default: the task's tuned entry)",
     )
     parser.add_argument(
         "--grouping", choices=("within", "cross"), default="within", help="text_policy and grpo-lm"
@@ -134,6 +141,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"--trajectories {args.trajectories} records the evaluation episodes: "
             "--eval-episodes 0 plays none"
         )
+    for env_id in args.env:
+        require_env_id(env_id)
+    args.tuned = tuned_entry(args.algo, args.env[0])
     if args.algo in train_lm.LM_ALGOS:
         return train_lm.run(args, out)
     if args.algo == "text_policy":
@@ -142,17 +152,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 f"--steps {args.steps} and --iterations {args.iterations} both set the text policy's "
                 "iterations: give one"
             )
-        args.iterations = args.steps or args.iterations or 30
-    args.steps = 20_000 if args.steps is None else args.steps
-    for env_id in args.env:
-        require_env_id(env_id)
+        args.iterations = args.steps or args.iterations or args.tuned.steps
+    args.steps = args.tuned.steps if args.steps is None else args.steps
+    args.n_envs = (args.tuned.n_envs or 4) if args.n_envs is None else args.n_envs
     if args.harness is not None:
         resolve_harness(args.harness)
         for env_id in args.env:
             check_family_options(env_id, args.harness)
     hyperparams = json_object(args.hyperparams, "--hyperparams")
-    if args.algo != "text_policy" and len(args.env) != 1:
-        raise CommandError(f"--algo {args.algo} trains on one --env, got {len(args.env)}")
+    if args.algo == "text_policy":  # SB3's sb3.train reads the tuned entry itself
+        hyperparams = {**args.tuned.hyperparams, **hyperparams}
+    if args.algo in SB3_ALGOS and len(args.env) > 1:
+        if args.harness is not None:
+            raise CommandError("--harness replaces every --env's harness: with several --env give one")
+        tasks = {_task_of(env_id) for env_id in args.env}
+        if len(tasks) != 1:
+            raise CommandError(f"every --env must be the same task, got {sorted(map(str, tasks))}")
+        if args.n_envs % len(args.env):
+            raise CommandError(
+                f"--n-envs {args.n_envs} is not a multiple of the {len(args.env)} --env harnesses (each "
+                f"parallel env keeps one): give --n-envs {len(args.env)} or {2 * len(args.env)}"
+            )
     if args.algo in SB3_ALGOS:
         from harness_gym.baselines.sb3 import unknown_hyperparams
 
@@ -177,6 +197,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         args.steps,
         args.seed,
         harness=args.harness,
+        also=[_harness_of(env_id) for env_id in args.env[1:]],
         max_actions=args.max_actions,
         features=HashedFeatures(
             dim=args.features_dim,
@@ -190,7 +211,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         log_dir=args.log_dir or Path(args.out) / "logs",
     )
     path = trained.save(args.out)
-    out.write(f"saved {args.algo} model trained under harness {trained.harness.id} to {path}\n")
+    out.write(
+        f"saved {args.algo} model trained under harness {trained.harness.id} to {path} "
+        f"({args.steps} steps; defaults: {trained.tuned_source})\n"
+    )
     if args.eval_episodes > 0:
         rows = sb3.evaluate(trained, episodes=args.eval_episodes, progress=True, record=folder is not None)
         rate = sum(r.success for r in rows) / len(rows)
@@ -264,7 +288,13 @@ def _train_text_policy(
     with cli_log(args, "text_policy", f"text_policy-{args.grouping}", grpo.__dict__) as run_log:
         history = trainer.train(progress=True, log=run_log)
     path = save_run(
-        policy, args.out, task_id=task_ids.pop(), harnesses=harnesses, config=grpo, history=history
+        policy,
+        args.out,
+        task_id=task_ids.pop(),
+        harnesses=harnesses,
+        config=grpo,
+        history=history,
+        tuned_source=args.tuned.source,
     )
     out.write(f"saved text policy ({args.grouping} grouping, {len(factories)} harness(es)) to {path}\n")
     if args.eval_episodes > 0 and folder is None:
@@ -287,6 +317,41 @@ def _train_text_policy(
             rows.extend(played)
         _store_eval(folder, rows, args, out)
     return 0
+
+
+def _task_of(env_id: str) -> Any:
+    import gymnasium as gym
+
+    from harness_gym.core.plugins import import_env_module
+
+    return gym.spec(import_env_module(env_id)).kwargs.get("task")
+
+
+def _harness_of(env_id: str) -> Any:
+    """The harness an env id registers (its spec's ``harness``, the canonical one if none)."""
+    import gymnasium as gym
+
+    from harness_gym.core.plugins import import_env_module
+    from harness_gym.core.presets import resolve_harness
+
+    return resolve_harness(gym.spec(import_env_module(env_id)).kwargs.get("harness") or "Json")
+
+
+def tuned_entry(algo: str, env_id: str) -> Any:
+    """The tuned entry (:mod:`harness_gym.baselines.hyperparams`) of ``algo`` on the env's task:
+    the file's ``default`` for a task it does not name, or an env whose task is not registered."""
+    from harness_gym.baselines.hyperparams import HyperparamsError, tuned
+    from harness_gym.core.registry import get_task
+
+    task = _task_of(env_id)
+    try:
+        task_id = get_task(task).task_id if isinstance(task, str) else getattr(task, "task_id", None)
+    except (KeyError, ValueError):
+        task_id = None
+    try:
+        return tuned(algo, task_id)
+    except HyperparamsError as err:
+        raise CommandError(str(err)) from None
 
 
 def _factory(env_id: str, harness: str | None) -> Any:

@@ -218,6 +218,8 @@ def hyperparams(args: argparse.Namespace) -> dict[str, object]:
     from harness_gym.train.sft_lm import SFTLMConfig
 
     given = json_object(args.hyperparams, "--hyperparams")
+    tuned = getattr(args, "tuned", None)  # the task's entry in harness_gym/baselines/hyperparams/
+    given = {**(tuned.hyperparams if tuned is not None else {}), **given}
     config = SFTLMConfig if args.algo == "sft-lm" else GRPOLMConfig
     known = [f.name for f in fields(config) if f.name not in SET_BY_COMMAND]
     unknown = sorted(set(given) - set(known))
@@ -324,7 +326,7 @@ def _evaluate(args: argparse.Namespace, out: TextIO, path, env_id: str, task: st
 def run_grpo(args: argparse.Namespace, out: TextIO) -> int:
     """Check the arguments, train with GRPO, save to ``--out``, evaluate greedily on seeds 0.."""
     env_id, task, harnesses = training_harnesses(args)
-    args.steps = 10 if args.steps is None else args.steps
+    args.steps = (args.tuned.steps or 10) if args.steps is None else args.steps
     args.train_seeds = GRPO_TRAIN_SEEDS if args.train_seeds is None else args.train_seeds
     if args.temperature <= 0:
         raise CommandError("--temperature must be > 0 in training: GRPO needs different completions")
