@@ -113,8 +113,9 @@ def write_view(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
     before anything is written, and only the viewer's own files are replaced."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run / VIEW_DIR
+    view_folder.check(out)  # refused before the run is read
+    index, trajectories = view_data(run)  # nothing to view (a multi-agent sweep): nothing written
     view_folder.claim(out)
-    index, trajectories = view_data(run)
     written: list[str] = []
 
     def put(name: str, text: str | bytes) -> None:
