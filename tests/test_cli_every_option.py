@@ -822,7 +822,7 @@ def test_view_serve(run: Runner, swept: Path, monkeypatch: pytest.MonkeyPatch) -
     import harness_gym.cli.view as view
 
     calls: list[tuple] = []
-    monkeypatch.setattr(view, "serve", lambda *a: calls.append(a[1:3]))
+    monkeypatch.setattr(view, "serve", lambda *a: calls.append(a[2:4]))
     ok(run(["view", str(swept)]))
     assert calls == []
     ok(run(["view", str(swept), "--serve"]))

@@ -191,3 +191,4 @@ def test_report_on_a_multi_agent_sweep_folder(tmp_path) -> None:  # noqa: ANN001
 
     with pytest.raises(CLIExit, match="multi-agent sweep: it records no per-episode trajectories"):
         main(["view", str(tmp_path / "m")])
+    assert not (tmp_path / "m" / "view").exists()  # nothing to view: nothing written

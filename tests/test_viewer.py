@@ -7,8 +7,10 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +119,406 @@ def test_two_clicks_from_the_largest_effect_to_a_pair_in_chromium(run_dir: Path,
         finally:
             browser.close()
     assert errors == []
+
+
+# -- an untrusted run folder -------------------------------------------------------------------
+
+#: Set before any page script runs: a payload that executes calls it.
+RECORDER = "window.__pwned = []; window.__pw = function (n) { window.__pwned.push(String(n)); };"
+
+
+def _payload(field: str) -> str:
+    """Markup that records ``field`` if it is ever parsed as HTML, and shows as text if not."""
+    return f"{field}<img src=x onerror=__pw('{field}')><svg onload=__pw('{field}')>'\"><b>"
+
+
+P = _payload
+#: The run folder's own name is shown in the page's title and heading.
+RUN_NAME = "run<img src=x onerror=__pw('run_name')>"
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), (200, 30, 30)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder an attacker wrote: a payload in every string the viewer shows."""
+    from harness_gym.rows.trajectories import TrajectoryWriter
+
+    run = tmp_path_factory.mktemp("crafted") / RUN_NAME
+    run.mkdir()
+    factor = P("factor")
+    meta = {"kind": "sweep", "sweep_id": P("sweep_id"), "factors": [factor], "agents": [P("agent")]}
+    (run / "sweep.json").write_text(json.dumps(meta))
+    harnesses = [(P("harness_a"), P("level_a")), (P("harness_b"), P("level_b"))]
+    rows = []
+    for task in (P("task_a"), P("task_b")):
+        for (name, level), success in zip(harnesses, (True, False)):
+            rows.append(
+                {
+                    "index": len(rows),
+                    "agent": P("agent"),
+                    "task_id": task,
+                    "harness_name": name,
+                    "harness_id": name,
+                    "seed": 0,
+                    "success": success,
+                    "error": P("row_error") if len(rows) == 3 else None,
+                    "episode_return": 1.0 if success else 0.0,
+                    "steps": 2,
+                    "invalid_actions": 0,
+                    "parse_failures": 1,
+                    f"level_{factor}": level,
+                }
+            )
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    writer = TrajectoryWriter(run)
+    for row in rows:
+        side = "a" if row["index"] % 2 == 0 else "b"
+        step = {
+            "t": 1,
+            "observation": P(f"observation_{side}"),
+            "reply": P("reply"),
+            "parsed": P("parsed"),
+            "parse_status": "ok",
+            "error": P("refusal"),
+            "reward": 0.0,
+            "state_digest": P("digest"),
+            "messages": [{"role": P("role"), "content": P("message")}],
+            "screenshot_png": _png(),
+        }
+        bad = {"t": 2, "observation": P("observation_2"), "reply": P("reply_2"), "parsed": None}
+        bad.update({"parse_status": P("parse_status"), "error": P("step_error"), "reward": 0.0})
+        writer.write(row, {"system_prompt": P(f"system_prompt_{side}"), "steps": [step, bad]})
+    writer.close()
+    return run
+
+
+#: Every payload the page must show as text, by where it shows.
+LIST_TEXT = [
+    "sweep_id",
+    "factor",
+    "agent",
+    "task_a",
+    "task_b",
+    "harness_a",
+    "harness_b",
+    "level_a",
+    "level_b",
+]
+PAIR_TEXT = [
+    *("observation_a", "observation_b", "observation_2", "reply", "reply_2", "parsed", "refusal"),
+    *("digest", "role", "message", "parse_status", "step_error", "system_prompt_a", "system_prompt_b"),
+    *("harness_a", "harness_b", "level_a", "level_b", "agent"),
+]
+
+
+def _chromium(p: Any) -> Any:
+    from harness_gym.envs.browser.launch import LAUNCH_ARGS, find_chromium
+
+    return p.chromium.launch(executable_path=find_chromium(), args=list(LAUNCH_ARGS))
+
+
+def _open_every_filter_and_pair(page: Any, url: str) -> None:
+    """Load the list, open each column's header filter, then each episode beside its pair;
+    assert every payload is on the page as text."""
+    page.goto(url, wait_until="load")
+    page.wait_for_selector(".tabulator-row")
+    body = page.inner_text("body")
+    for field in LIST_TEXT:
+        assert P(field) in body, field
+    assert RUN_NAME in page.title() and RUN_NAME in page.inner_text("#hg-title")
+    titles = page.eval_on_selector_all(".tabulator-col-title", "els => els.map(e => e.textContent)")
+    cells = page.eval_on_selector_all(".tabulator-cell", "els => els.map(e => e.textContent)")
+    assert P("factor") in titles
+    for field in ("agent", "task_a", "task_b", "harness_a", "harness_b", "level_a", "level_b"):
+        assert P(field) in cells, field
+    fields = ["agent", "task", "harness", "seed", "outcome", f"L_{P('factor')}"]
+    seen: dict[str, list[str]] = {}
+    columns = page.locator(".tabulator-col")
+    by_field = {
+        columns.nth(k).get_attribute("tabulator-field"): columns.nth(k) for k in range(columns.count())
+    }
+    for field in fields:
+        by_field[field].locator(".tabulator-header-filter input").click()
+        page.wait_for_selector(".tabulator-edit-list .tabulator-edit-list-item")
+        seen[field] = page.eval_on_selector_all(
+            ".tabulator-edit-list .tabulator-edit-list-item", "els => els.map(e => e.textContent)"
+        )
+        page.keyboard.press("Escape")
+        page.click("#hg-summary")
+    assert P("agent") in seen["agent"] and {P("task_a"), P("task_b")} <= set(seen["task"])
+    assert {P("harness_a"), P("harness_b")} <= set(seen["harness"])
+    assert {P("level_a"), P("level_b")} <= set(seen[f"L_{P('factor')}"])
+    for ep, vs in ((0, 1), (1, 0), (3, 2)):
+        page.evaluate(f"location.hash = 'ep={ep}&vs={vs}'")
+        page.wait_for_selector("#hg-pair:not([hidden]) #step-2")
+        page.click("#hg-prompts summary")
+        for det in page.locator(".hg-cell details summary").all():
+            det.click()
+        text = page.inner_text("#hg-pair")
+        for field in [*PAIR_TEXT, "task_a" if ep < 2 else "task_b"]:
+            assert P(field) in text, (ep, field)
+        vs_text = page.eval_on_selector_all("#hg-vs option", "els => els.map(e => e.textContent)")
+        assert any(P("harness_a") in t or P("harness_b") in t for t in vs_text)
+        page.click("#hg-prompts summary")
+    page.click("#hg-back")
+    page.wait_for_selector("#hg-list:not([hidden])")
+
+
+def test_a_crafted_run_folder_shows_its_strings_as_text_and_runs_nothing(crafted: Path) -> None:
+    from playwright import sync_api
+
+    page_path = cli_view(crafted)
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = _chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.add_init_script(RECORDER)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())
+            _open_every_filter_and_pair(page, page_path.as_uri())
+            shots = page.eval_on_selector_all(".hg-cell img", "els => els.map(e => e.naturalWidth)")
+            assert page.evaluate("window.__pwned") == []
+            # The recorder itself works: a payload parsed as HTML would have been caught.
+            page.evaluate(f"document.body.insertAdjacentHTML('beforeend', {json.dumps(P('probe'))})")
+            page.wait_for_function("window.__pwned.length > 0")
+        finally:
+            browser.close()
+    assert shots and all(w == 8 for w in shots)  # the run's own screenshots do load
+    assert errors == []
+
+
+def cli_view(run: Path, *extra: str) -> Path:
+    text = io.StringIO()
+    assert cli.main(["view", str(run), *extra], out=text) == 0
+    return Path(text.getvalue().split("wrote ", 1)[1].split(" (open it", 1)[0])
+
+
+# -- --out never deletes what the viewer did not write -------------------------------------------
+
+
+def _refused(argv: list[str]) -> str:
+    """The one line a refused command printed (exit code 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    line = str(exit_info.value)
+    assert line.startswith("harness-gym: error: ") and "\n" not in line
+    return line
+
+
+def test_out_refuses_a_folder_of_user_files_and_keeps_them(crafted: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    (mine / "data" / "my_dataset").mkdir(parents=True)
+    (mine / "data" / "my_dataset" / "train.csv").write_text("a,b\n1,2\n")
+    (mine / "index.html").write_text("<p>my page</p>")
+    line = _refused(["view", str(crafted), "--out", str(mine)])
+    assert line.startswith("harness-gym: error: ") and "did not write" in line and str(mine) in line
+    assert (mine / "data" / "my_dataset" / "train.csv").read_text() == "a,b\n1,2\n"
+    assert (mine / "index.html").read_text() == "<p>my page</p>"
+    assert sorted(p.name for p in mine.rglob("*")) == ["data", "index.html", "my_dataset", "train.csv"]
+
+
+def test_out_into_its_own_folder_again_replaces_only_its_files(crafted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "v"
+    cli_view(crafted, "--out", str(out))
+    (out / "notes.txt").write_text("mine")  # a user's file in the viewer's folder stays
+    (out / "data" / "t_0007.js").write_text("stale chunk the viewer wrote once")
+    first = (out / "data" / "index.js").read_text()
+    cli_view(crafted, "--out", str(out))
+    assert (out / "notes.txt").read_text() == "mine" and (out / "data" / "index.js").read_text() == first
+    assert not (out / "data" / "t_0007.js").exists()  # its own stale chunk is gone
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["index.js", "t_0000.js"]
+    # An empty folder is the viewer's to take; a symlink where its data goes is refused.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli_view(crafted, "--out", str(empty))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "keep").mkdir(parents=True)
+    (elsewhere / "index.js").write_text("someone's file")
+    linked = tmp_path / "linked"
+    cli_view(crafted, "--out", str(linked))
+    shutil.rmtree(linked / "data")
+    (linked / "data").symlink_to(elsewhere)
+    assert "is a symbolic link" in _refused(["view", str(crafted), "--out", str(linked)])
+    assert (elsewhere / "index.js").read_text() == "someone's file"
+
+
+def test_a_viewer_folder_from_before_the_marker_is_still_the_viewers(crafted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    cli_view(crafted, "--out", str(out))
+    (out / ".harness-gym-view").unlink()
+    cli_view(crafted, "--out", str(out))
+    assert (out / ".harness-gym-view").is_file()
+
+
+def test_report_keeps_a_view_folder_of_user_files(run_dir: Path) -> None:
+    view = run_dir / "view"
+    saved = run_dir.parent / "saved-view"
+    view.rename(saved)
+    try:
+        (view / "data").mkdir(parents=True)
+        (view / "data" / "train.csv").write_text("x\n")
+        text = io.StringIO()
+        assert cli.main(["report", str(run_dir)], out=text) == 0
+        assert "note: the report links to no episodes" in text.getvalue()
+        assert (view / "data" / "train.csv").read_text() == "x\n"
+        assert sorted(p.name for p in view.rglob("*")) == ["data", "train.csv"]
+        report = (run_dir / "report" / "report.html").read_text()
+        assert "No viewer:" in report and "view/index.html#" not in report
+    finally:
+        shutil.rmtree(view)
+        saved.rename(view)
+        build_report(run_dir)
+
+
+# -- --serve serves the view and the run files it reads, nothing else ------------------------------
+
+
+def _get(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        conn.putheader("Host", host or f"127.0.0.1:{port}")
+        conn.endheaders()
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def test_serve_answers_only_the_views_files(crafted: Path, tmp_path: Path) -> None:
+    import threading
+
+    from harness_gym.analysis.viewer_server import make_server
+
+    (crafted / "etc_link").symlink_to("/etc", target_is_directory=True)
+    (crafted / "screenshots" / "0" / "9.png").symlink_to("/etc/passwd")
+    (tmp_path / "private.txt").write_text("secret")
+    out = tmp_path / "page"  # --out outside the run folder: its neighbours are not served
+    cli_view(crafted, "--out", str(out))
+    (out / "extra.html").write_text("not written by the viewer")
+    server = make_server(out, crafted, 0)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        status, page = _get(port, "/index.html")
+        assert status == 200 and b"assets/viewer.js" in page
+        assert _get(port, "/")[1] == page
+        assert _get(port, "/index.html", f"localhost:{port}")[0] == 200
+        assert _get(port, "/data/index.js")[0] == 200 and _get(port, "/assets/tabulator.min.js")[0] == 200
+        status, png = _get(port, "/run/screenshots/0/1.png")
+        assert status == 200 and png[:8] == b"\x89PNG\r\n\x1a\n"
+        refused = [
+            "/etc_link/passwd",
+            "/run/etc_link/passwd",
+            "/run/screenshots/0/9.png",  # a symlink out of the tree, under a name the page uses
+            "/run/sweep.json",
+            "/run/episodes.jsonl",
+            "/run/",
+            "/assets/",
+            "/data/",
+            "/extra.html",
+            "/.harness-gym-view",
+            "/../private.txt",
+            "/%2e%2e/private.txt",
+            "/private.txt",
+            "/run/../../private.txt",
+            "/assets/../../private.txt",
+        ]
+        for path in refused:
+            status, body = _get(port, path)
+            assert status == 404, path
+            assert b"secret" not in body and b"root:" not in body and b"<a href" not in body
+        for host in (f"evil.example:{port}", "127.0.0.1", f"127.0.0.1:{port + 1}", "attacker.localhost"):
+            status, body = _get(port, "/index.html", host)
+            assert status == 403 and b"assets" not in body, host
+    finally:
+        server.shutdown()
+        server.server_close()
+        (crafted / "etc_link").unlink()
+        (crafted / "screenshots" / "0" / "9.png").unlink()
+
+
+def test_the_served_page_loads_and_runs_nothing(crafted: Path, tmp_path: Path) -> None:
+    import threading
+
+    from playwright import sync_api
+
+    from harness_gym.analysis.viewer_server import make_server
+
+    out = tmp_path / "served"
+    cli_view(crafted, "--out", str(out))
+    server = make_server(out, crafted, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    errors: list[str] = []
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = _chromium(p)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.add_init_script(RECORDER)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                _open_every_filter_and_pair(page, f"http://127.0.0.1:{server.server_address[1]}/index.html")
+                page.evaluate("location.hash = 'ep=0&vs=1'")
+                page.wait_for_selector("#hg-pair:not([hidden]) .hg-cell img")
+                page.wait_for_function(
+                    "[...document.querySelectorAll('.hg-cell img')].every(i => i.complete)"
+                )
+                shots = page.eval_on_selector_all(".hg-cell img", "els => els.map(e => e.naturalWidth)")
+                assert page.evaluate("window.__pwned") == []
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert shots and all(w == 8 for w in shots)  # the screenshots come from /run/
+    assert errors == []
+
+
+def test_the_reports_links_show_names_as_text(crafted: Path, tmp_path: Path) -> None:
+    import pandas as pd
+    from playwright import sync_api
+
+    from harness_gym.analysis.report_links import episode_links_section
+    from harness_gym.analysis.report_render import _html
+    from harness_gym.analysis.sweep import load_rows
+
+    factor = P("factor")
+    effects = pd.DataFrame(
+        [{"agent": P("agent"), "factor": factor, "level": P("level_b"), "effect (pp)": -50}]
+    )
+    worst = pd.DataFrame([{"agent": P("agent"), "task_id": P("task_a"), "harnesses": 2}]).assign(
+        worst_harness=P("harness_b"), best_harness=P("harness_a")
+    )
+    levels = {factor: [P("level_a"), P("level_b")]}
+    rows = load_rows(crafted)
+    section = episode_links_section(rows, crafted, tmp_path, [factor], levels, [P("agent")], effects, worst)
+    assert "<img" not in section.raw_html and "<img" not in section.raw_markdown
+    page_file = tmp_path / "report.html"
+    page_file.write_text(_html("report", [section], tmp_path))
+    with sync_api.sync_playwright() as p:
+        browser = _chromium(p)
+        try:
+            page = browser.new_page()
+            page.add_init_script(RECORDER)
+            page.goto(page_file.as_uri(), wait_until="load")
+            text = page.inner_text("body")
+            links = page.eval_on_selector_all("table.hg-links a", "els => els.map(e => e.textContent)")
+            assert page.evaluate("window.__pwned") == []
+        finally:
+            browser.close()
+    for field in ("agent", "task_a", "task_b", "harness_a", "harness_b"):
+        assert P(field) in text, field
+    assert f"{factor}={P('level_b')}" in links and P("harness_b") in links

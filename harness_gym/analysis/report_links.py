@@ -12,27 +12,48 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from harness_gym.analysis.report_section import Section
 from harness_gym.analysis.viewer import view_link, write_view
 
 
-def _a(href: str, text: str) -> str:
-    return f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>'
+class _Link(NamedTuple):
+    """A table cell that links ``text`` to ``href``; every other cell is plain text."""
+
+    href: str
+    text: str
 
 
-def _md(href: str, text: str) -> str:
-    return f"[{text.replace('|', '/')}]({href.replace(' ', '%20')})"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
+def _cell(value: str | _Link, markdown: bool) -> str:
+    """One cell, escaped as a whole: names from the run's files are text, never markup."""
     if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        if isinstance(value, _Link):
+            return f"[{_md_text(value.text)}]({quote(value.href, safe=_URL_SAFE)})"
+        return _md_text(value)
+    if isinstance(value, _Link):
+        return f'<a href="{html.escape(value.href, quote=True)}">{html.escape(value.text)}</a>'
+    return html.escape(value)
+
+
+def _md_text(text: str) -> str:
+    # Markdown readers render raw HTML: escape it, and the characters that end a cell or a link.
+    out = html.escape(str(text), quote=False).replace("|", "/").replace("\n", " ")
+    return out.replace("[", "&#91;").replace("]", "&#93;")
+
+
+_URL_SAFE = "/#=&%.-_~:;,+!*'"  # "(", ")" and spaces are quoted: they would end the link
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str | _Link]], markdown: bool) -> str:
+    if markdown:
+        cells = [[_md_text(h) for h in header], *([_cell(c, True) for c in r] for r in rows)]
+        lines = ["| " + " | ".join(cells[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
         return "\n".join(lines) + "\n"
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c, False)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="hg-links"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -64,13 +85,12 @@ def episode_links_section(
     link = lambda **s: view_link(out_dir, sweep_dir, **s)  # noqa: E731
     parts: dict[bool, list[str]] = {True: [], False: []}
     for md in (False, True):
-        a = _md if md else _a
         out = parts[md]
         effects = []
         for _, r in top_effects.iterrows() if len(top_effects) else []:
             href = link(agent=r["agent"], factor=r["factor"], level=r["level"], differs=1)
             size = str(r.get("effect (pp)", ""))
-            effects.append([str(r["agent"]), a(href, f"{r['factor']}={r['level']}"), size])
+            effects.append([str(r["agent"]), _Link(href, f"{r['factor']}={r['level']}"), size])
         if effects:
             out.append("**Largest effects**\n" if md else "<p><strong>Largest effects</strong></p>")
             header = ["agent", "episodes whose outcome flips with this level", "effect (pp)"]
@@ -83,8 +103,8 @@ def episode_links_section(
                 [
                     str(r.agent),
                     str(r.task_id),
-                    a(link(agent=r.agent, task=r.task_id, harness=r.worst_harness), str(r.worst_harness)),
-                    a(link(agent=r.agent, task=r.task_id, harness=r.best_harness), str(r.best_harness)),
+                    _Link(link(agent=r.agent, task=r.task_id, harness=r.worst_harness), str(r.worst_harness)),
+                    _Link(link(agent=r.agent, task=r.task_id, harness=r.best_harness), str(r.best_harness)),
                 ]
             )
         if worst_rows:
@@ -100,14 +120,14 @@ def episode_links_section(
             grid = []
             for task in sorted(g["task_id"].unique()):
                 t = g[g["task_id"] == task]
-                cells = [str(task)]
+                cells: list[str | _Link] = [str(task)]
                 for f, lv in columns:
                     s = t[t[f"level_{f}"] == lv]["success"]
                     href = link(agent=agent, task=task, factor=f, level=lv)
-                    cells.append(a(href, f"{100 * s.mean():.0f}") if len(s) else "-")
+                    cells.append(_Link(href, f"{100 * s.mean():.0f}") if len(s) else "-")
                 grid.append(cells)
             title = f"Success (%) by task and factor level: {agent}"
-            out.append(f"**{title}**\n" if md else f"<p><strong>{html.escape(title)}</strong></p>")
+            out.append(f"**{_md_text(title)}**\n" if md else f"<p><strong>{html.escape(title)}</strong></p>")
             out.append(_table(["task", *(f"{f}={lv}" for f, lv in columns)], grid, md))
     text = [
         "Every number below links to the episodes behind it in the run's viewer (`view/index.html`, "

@@ -2,6 +2,7 @@
 
 :func:`write_view` writes ``RUN_DIR/view/`` (or another folder)::
 
+    .harness-gym-view       the marker: the folder is the viewer's, and what it wrote
     index.html              the page (opens from disk: no server needed)
     assets/                 Tabulator (MIT) for the filterable episode table, jsdiff
                             (BSD-3-Clause) for the observation diff, the page's own script
@@ -19,14 +20,15 @@ The page's address carries its state (``#agent=...&factor=...&level=...&differs=
 
 from __future__ import annotations
 
+import html
 import json
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from harness_gym.analysis import view_folder
 from harness_gym.analysis.pairs import differing, harness_levels, neighbours, partners
 from harness_gym.rows.trajectories import read_trajectories
 
@@ -104,32 +106,48 @@ def view_data(run_dir: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, 
 
 
 def write_view(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """Write the viewer folder of a run (default ``RUN_DIR/view``); return its ``index.html``."""
+    """Write the viewer folder of a run (default ``RUN_DIR/view``); return its ``index.html``.
+
+    The folder must be the viewer's (:mod:`harness_gym.analysis.view_folder`): a folder holding
+    anything else is refused (:class:`~harness_gym.analysis.view_folder.ViewFolderError`)
+    before anything is written, and only the viewer's own files are replaced."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run / VIEW_DIR
-    index, trajectories = view_data(run)
-    data = out / "data"
-    if data.exists():
-        shutil.rmtree(data)
-    data.mkdir(parents=True)
-    (out / "assets").mkdir(exist_ok=True)
+    view_folder.check(out)  # refused before the run is read
+    index, trajectories = view_data(run)  # nothing to view (a multi-agent sweep): nothing written
+    view_folder.claim(out)
+    written: list[str] = []
+
+    def put(name: str, text: str | bytes) -> None:
+        view_folder.write_file(out, name, text)
+        written.append(name)
+
     for name in ASSET_FILES:
-        shutil.copyfile(ASSETS / name, out / "assets" / name)
+        put(f"assets/{name}", (ASSETS / name).read_bytes())
     order = sorted(trajectories)
+    shots: set[str] = set()
     for k in range(0, len(order), CHUNK):
         chunk = {i: trajectories[i]["trajectory"] for i in order[k : k + CHUNK]}
-        for i in chunk:
+        for i, trajectory in chunk.items():
             index["chunks"][i] = k // CHUNK
-        _script(data / f"t_{k // CHUNK:04d}.js", f"window.HG.chunk({k // CHUNK}, ", chunk)
+            shots.update(_screenshots(trajectory))
+        put(f"data/t_{k // CHUNK:04d}.js", _script(f"window.HG.chunk({k // CHUNK}, ", chunk))
     # Screenshot paths in a trajectory are relative to the run folder (``screenshots/I/T.png``).
     index["base"] = os.path.relpath(run, out).replace(os.sep, "/") + "/"
-    _script(data / "index.js", "window.HG.index(", index)
+    put("data/index.js", _script("window.HG.index(", index))
     page = (ASSETS / "index.html").read_text(encoding="utf-8")
-    (out / "index.html").write_text(page.replace("{{title}}", f"harness-gym view: {index['run']}"))
+    put("index.html", page.replace("{{title}}", html.escape(f"harness-gym view: {index['run']}")))
+    view_folder.finish(out, written, shots)
     return out / "index.html"
 
 
-def _script(path: Path, call: str, value: Any) -> None:
+def _screenshots(trajectory: Any) -> list[str]:
+    steps = trajectory.get("steps", []) if isinstance(trajectory, dict) else []
+    places = [trajectory, *steps] if isinstance(steps, list) else [trajectory]
+    return [p["screenshot"] for p in places if isinstance(p, dict) and isinstance(p.get("screenshot"), str)]
+
+
+def _script(call: str, value: Any) -> str:
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     # "</" cannot end the script early: the data is a script file, but keep it safe to inline.
-    path.write_text(call + text.replace("</", "<\\/") + ");\n", encoding="utf-8")
+    return call + text.replace("</", "<\\/") + ");\n"

@@ -36,9 +36,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     reference = reference_name(args.reference, meta.get("agents", []))
     if args.out is not None:
         output_dir(args.out)
+    _warn_foreign_view(args.dir, out)
     report = build(args.dir, args.out, args.title, out, reference)
     out.write(f"wrote {report.markdown} and {report.html} ({len(report.plots)} plots)\n")
     return 0
+
+
+def _warn_foreign_view(directory: str, out: TextIO) -> None:
+    """Say at once when the run's ``view/`` holds files the viewer did not write: the report is
+    written without links to episodes, and those files are left alone."""
+    from pathlib import Path
+
+    from harness_gym.analysis.view_folder import ViewFolderError, check
+    from harness_gym.analysis.viewer import VIEW_DIR
+
+    try:
+        check(Path(directory) / VIEW_DIR)
+    except ViewFolderError as err:
+        out.write(f"note: the report links to no episodes: {err}\n")
 
 
 def build(

@@ -2,7 +2,8 @@
 
 Writes the viewer's static folder (:mod:`harness_gym.analysis.viewer`; default
 ``RUN_DIR/view``), which opens from disk; ``--serve`` also serves it on localhost and opens it
-in the browser, until Ctrl-C.
+in the browser, until Ctrl-C: the view's files and the screenshots it shows, nothing else. A
+folder holding files the viewer did not write is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -41,21 +42,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"wrote {page} (open it in a browser; it needs no server)\n")
     out.flush()
     if args.serve:
-        serve(page.parent, args.port, not args.no_open, out)
+        serve(page.parent, args.dir, args.port, not args.no_open, out)
     return 0
 
 
-def serve(folder: object, port: int, open_browser: bool, out: TextIO) -> None:
-    """Serve ``folder`` on 127.0.0.1 until interrupted."""
-    import functools
-    import http.server
+def serve(folder: object, run_dir: object, port: int, open_browser: bool, out: TextIO) -> None:
+    """Serve the view ``folder`` (its files and the run files it reads only) on 127.0.0.1
+    until interrupted (:mod:`harness_gym.analysis.viewer_server`)."""
     import webbrowser
-    from pathlib import Path
 
-    root = Path(str(folder)).parent  # the run folder: screenshots live beside the page's folder
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        url = f"http://127.0.0.1:{server.server_address[1]}/{Path(str(folder)).name}/index.html"
+    from harness_gym.analysis.viewer_server import make_server
+
+    with make_server(str(folder), str(run_dir), port) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
         out.write(f"serving {url} (Ctrl-C stops)\n")
         out.flush()
         if open_browser:

@@ -1,6 +1,8 @@
 /* harness-gym view: browse a run's episodes; open one beside its pair, steps aligned.
    The table is Tabulator's, the observation diff jsdiff's; this file only wires them to the
-   run's data (data/index.js, data/t_NNN.js) and keeps the page's state in its address. */
+   run's data (data/index.js, data/t_NNN.js) and keeps the page's state in its address.
+   Every string from the run's files is shown as text: this file builds DOM nodes with
+   textContent (el, text) and hands Tabulator nodes, never HTML (it sets no innerHTML). */
 (function () {
   "use strict";
   var HG = (window.HG = { data: null, chunks: {}, waiting: {}, table: null, byIndex: {} });
@@ -30,6 +32,19 @@
   };
 
   function state() { return new URLSearchParams(location.hash.replace(/^#/, "")); }
+  // A text node: what every Tabulator formatter here returns (Tabulator inserts a string as HTML).
+  function text(value) {
+    return document.createTextNode(value === null || value === undefined ? "" : String(value));
+  }
+  function asText(cell) { return text(cell.getValue()); }
+  function titleText(cell) { return text(cell.getValue()); }
+  function itemText(label) { return el("span", null, label); }
+  // A screenshot's address: only the run's own screenshots/I/T.png, beside the page or, when
+  // served (harness-gym view --serve), under run/.
+  function screenshotSrc(path) {
+    if (typeof path !== "string" || !/^screenshots\/\d+\/\d+\.png$/.test(path)) return null;
+    return (location.protocol === "file:" ? HG.data.base : "run/") + path;
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -61,7 +76,7 @@
   // -- the episode list ----------------------------------------------------------------------
   function buildTable() {
     var d = HG.data;
-    var list = { headerFilter: "list", headerFilterParams: { valuesLookup: true, clearable: true }, headerFilterFunc: "=" };
+    var list = { headerFilter: "list", headerFilterParams: { valuesLookup: true, clearable: true, itemFormatter: itemText }, headerFilterFunc: "=" };
     var columns = [
       { title: "#", field: "i", width: 60, sorter: "number" },
       Object.assign({ title: "agent", field: "agent" }, list),
@@ -77,9 +92,14 @@
     d.factors.forEach(function (f) {
       columns.push(Object.assign({ title: f, field: "L_" + f }, list));
     });
+    columns.forEach(function (c) {
+      c.titleFormatter = titleText;
+      if (!c.formatter) c.formatter = asText;
+    });
     HG.table = new Tabulator("#hg-table", {
       data: d.rows,
       columns: columns,
+      nestedFieldSeparator: false, // a factor named "a.b" is one field, not a path
       layout: "fitDataStretch",
       maxHeight: "70vh",
       pagination: true,
@@ -184,15 +204,16 @@
     return null;
   }
 
-  function stepCell(step, other, side, base) {
+  function stepCell(step, other, side) {
     var cell = el("div", "hg-cell");
     if (!step) { cell.appendChild(el("span", "hg-none", "(episode over)")); return cell; }
     var pre = el("pre", "hg-obs");
     diffInto(pre, step.observation, other ? other.observation : null, side);
     cell.appendChild(pre);
-    if (step.screenshot) {
+    var src = screenshotSrc(step.screenshot);
+    if (src) {
       var img = el("img");
-      img.src = base + step.screenshot;
+      img.src = src;
       img.alt = "screenshot, step " + step.t;
       cell.appendChild(img);
     }
@@ -273,8 +294,8 @@
         var row = el("div", "hg-step" + (div === t + 1 ? " hg-diverge" : ""));
         row.id = "step-" + (t + 1);
         row.appendChild(el("div", "hg-t", "t=" + (t + 1)));
-        row.appendChild(stepCell(a.steps[t], b ? b.steps[t] : null, "left", HG.data.base));
-        row.appendChild(b ? stepCell(b.steps[t], a.steps[t], "right", HG.data.base) : el("div"));
+        row.appendChild(stepCell(a.steps[t], b ? b.steps[t] : null, "left"));
+        row.appendChild(b ? stepCell(b.steps[t], a.steps[t], "right") : el("div"));
         steps.appendChild(row);
       }
       if (div) document.getElementById("step-" + div).scrollIntoView({ block: "center" });
