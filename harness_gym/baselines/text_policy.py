@@ -284,9 +284,10 @@ class TextPolicy(nn.Module):
         (not removed: a one-token observation still has a key), so it looks for its word elsewhere."""
         length = x.shape[1]
         own = torch.eye(length, dtype=x.dtype, device=x.device) * -1e4
+        padding = torch.zeros(valid.shape, dtype=x.dtype, device=x.device).masked_fill(~valid, float("-inf"))
         for attn, norm in zip(self.attention, self.attention_norms):
             y = norm(x)
-            out, _ = attn(y, y, y, key_padding_mask=~valid, attn_mask=own, need_weights=False)
+            out, _ = attn(y, y, y, key_padding_mask=padding, attn_mask=own, need_weights=False)
             x = x + torch.nan_to_num(out)  # an empty observation: every key is padding
         return x
 
