@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare(Path(args.out))
         return 0
     if not (Path(args.tokenizer) / "tokenizer_config.json").is_file():
-        parser.error(f"--tokenizer {args.tokenizer}: no tokenizer there; run `bash scripts/gpu-check.sh prepare` first")
+        parser.error(f"--tokenizer {args.tokenizer}: none there; run: bash scripts/gpu-check.sh prepare")
     return run(args)
 
 
