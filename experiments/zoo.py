@@ -45,6 +45,8 @@ MULTI_HELD_OUT = ("ObsYaml", "ToolsXml", "JsonElementsReversed")
 MULTI_TASKS = ("ClickCheckboxes", "EnterText")
 #: The target of docs/zoo.md: a share of the exact ceiling.
 TARGET_SHARE = 0.9
+#: The language model's target share (issue 48: >= 80% of the ceiling on >= 8 of 12 tasks).
+LM_TARGET_SHARE = 0.8
 #: Budgets that the targets are stated in (CPU minutes on one core per training run).
 RL_BUDGET_MINUTES, LM_BUDGET_MINUTES = 30, 60
 
@@ -226,8 +228,7 @@ def render(results: dict[str, Any], out: Path, command: str) -> str:
         for t in trainers:
             r = by.get((t, task))
             if r is None:
-                note = results.get("not_run", {}).get(t, "not run")
-                cells.append(f"not run ({note})" if note != "not run" else "not run")
+                cells.append("not run")
                 continue
             mark = "**" if r["share"] >= TARGET_SHARE else ""
             seeds = "" if r["seeds"] == 1 else " seeds " + "/".join(f"{v:.2f}" for v in r["per_seed"])
@@ -295,9 +296,9 @@ def targets(by: dict[tuple[str, str], dict[str, Any]], trainers: list[str], task
     """The issue's targets, each with its count."""
     rl = [t for t in trainers if t != "sft-lm"]
 
-    def met(trainer: str, task: str, budget: float) -> bool:
+    def met(trainer: str, task: str, budget: float, share: float = TARGET_SHARE) -> bool:
         r = by.get((trainer, task))
-        return r is not None and r["share"] >= TARGET_SHARE and r["cpu_minutes"] <= budget
+        return r is not None and r["share"] >= share and r["cpu_minutes"] <= budget
 
     any_rl = [task for task in tasks if any(met(t, task, RL_BUDGET_MINUTES) for t in rl)]
     lines = [
@@ -312,8 +313,11 @@ def targets(by: dict[tuple[str, str], dict[str, Any]], trainers: list[str], task
             f"- {t}: {len(hit)} of {len(tasks)} tasks (target for MaskablePPO or the text policy: >= 10)."
         )
     if "sft-lm" in trainers:
-        hit = [task for task in tasks if met("sft-lm", task, LM_BUDGET_MINUTES) or False]
-        lines.append(f"- sft-lm at >= 80% of the ceiling: {len(hit)} of {len(tasks)} (target >= 8).")
+        hit = [task for task in tasks if met("sft-lm", task, LM_BUDGET_MINUTES, LM_TARGET_SHARE)]
+        lines.append(
+            f"- sft-lm at >= {LM_TARGET_SHARE:.0%} of the ceiling within {LM_BUDGET_MINUTES} CPU minutes: "
+            f"{len(hit)} of {len(tasks)} (target >= 8)."
+        )
     return lines
 
 
