@@ -282,7 +282,7 @@ def render(results: dict[str, Any], out: Path, command: str) -> str:
 
 
 def tuned_notes(trainers: list[str], tasks: list[str]) -> list[str]:
-    from harness_gym.baselines.hyperparams import tuned
+    from harness_gym.baselines.tuned import tuned
 
     return [
         f"- {t} on {task} (`{tuned(t, task).source}`): {tuned(t, task).note.strip()}"

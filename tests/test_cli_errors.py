@@ -159,7 +159,11 @@ CASES: list[tuple[str, list[str], str]] = [
         "--hyperparams must be a JSON object",
     ),
     ("train-hyperparams-list", [*TRAIN, "--hyperparams", "[1]"], "JSON object, got list"),
-    ("train-two-envs-sb3", [*TRAIN, "--algo", "ppo", "--env", ENV], "trains on one --env, got 2"),
+    (
+        "train-two-envs-sb3",
+        [*TRAIN, "--algo", "ppo", "--env", "harness_gym/ClickLink-Json-v0"],
+        "every --env must be the same task",
+    ),
     ("train-unknown-preset", [*TRAIN, "--harness", "NoSuchPreset"], "unknown harness preset"),
     ("train-harness-missing", [*TRAIN, "--harness", "@TMP/nowhere.yaml"], "not found"),
     ("train-harness-bad-yaml", [*TRAIN, "--harness", "@TMP/bad.yaml"], "is not valid YAML"),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness_gym.baselines import hyperparams as hp
+from harness_gym.baselines import tuned as hp
 from harness_gym.cli import CLIExit, main
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -42,7 +42,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
         "pip install 'harness-gym[rl]' (torch is pinned to the CPU build 2.13.0)"
     ) from err
 
-from harness_gym.baselines.hyperparams import tuned
+from harness_gym.baselines.tuned import tuned
 from harness_gym.core.env import unwrap_harness_env
 from harness_gym.core.harness import Harness
 from harness_gym.core.presets import resolve_harness
@@ -168,7 +168,7 @@ class TrainedModel:
     max_actions: int = DEFAULT_MAX_ACTIONS
     features: HashedFeatures = field(default_factory=default_features)
     hyperparams: dict[str, Any] = field(default_factory=dict)
-    #: Where the hyperparameters' defaults came from (``<file>#<entry>``, :mod:`.hyperparams`).
+    #: Where the hyperparameters' defaults came from (``<file>#<entry>``, :mod:`.tuned`).
     tuned_source: str = ""
     #: The training harnesses beside ``harness`` (:func:`train`'s ``also``).
     also: list[Harness] = field(default_factory=list)
@@ -309,7 +309,7 @@ def train(
     """Train ``algo`` (``ppo``, ``maskable_ppo`` or ``dqn``) for ``steps`` env steps on ``env_id``.
 
     ``hyperparams`` are read over the tuned entry of the env's task
-    (:func:`harness_gym.baselines.hyperparams.tuned`: the file's ``default`` where the task has
+    (:func:`harness_gym.baselines.tuned.tuned`: the file's ``default`` where the task has
     none). ``harness`` replaces the env id's registered harness. ``also`` trains under more
     harnesses of the task beside it, balanced: the ``n_envs`` parallel envs take the training
     harnesses in turn (``n_envs`` must be a multiple of their number), so every rollout holds each

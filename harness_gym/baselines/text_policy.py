@@ -672,7 +672,7 @@ def save_run(
     tuned_source: str = "",
 ) -> Path:
     """Save a trained policy with what it was trained under (``policy.pt`` + ``run.json``);
-    ``tuned_source`` names the tuned entry its defaults came from (:mod:`.hyperparams`)."""
+    ``tuned_source`` names the tuned entry its defaults came from (:mod:`.tuned`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta = {

@@ -1,7 +1,7 @@
 """Tuned hyperparameters per (trainer, task), one YAML file per trainer (rl-baselines3-zoo style).
 
-Each file beside this module (``maskable_ppo.yaml``, ``text_policy.yaml``, ...) maps a task id to
-an entry; ``default`` is the entry of every task the file does not name, and a task's entry is
+Each file in ``harness_gym/baselines/hyperparams/`` (``maskable_ppo.yaml``, ``text_policy.yaml``,
+...) maps a task id to an entry; ``default`` is the entry of every task the file does not name, and a task's entry is
 read over it (its ``hyperparams`` merged key by key)::
 
     default:
@@ -30,6 +30,8 @@ TRAINERS = ("maskable_ppo", "ppo", "dqn", "text_policy", "sft-lm", "grpo-lm")
 #: Keys an entry may hold.
 ENTRY_KEYS = ("steps", "n_envs", "hyperparams", "note")
 DEFAULT = "default"
+#: The files' folder, beside this module (package data).
+FOLDER = "hyperparams"
 
 
 class HyperparamsError(ValueError):
@@ -52,7 +54,7 @@ class Tuned:
     @property
     def source(self) -> str:
         """Where the values come from, as recorded in a run: ``<file>#<entry>``."""
-        return f"harness_gym/baselines/hyperparams/{file_name(self.trainer)}#{self.entry}"
+        return f"harness_gym/baselines/{FOLDER}/{file_name(self.trainer)}#{self.entry}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,7 +79,8 @@ def _entries(trainer: str) -> dict[str, dict[str, Any]]:
         import yaml
     except ImportError as err:  # pragma: no cover - the rl and cli extras bring PyYAML
         raise HyperparamsError("tuned hyperparameters need PyYAML: pip install 'harness-gym[rl]'") from err
-    text = resources.files(__name__).joinpath(file_name(trainer)).read_text(encoding="utf-8")
+    folder = resources.files("harness_gym.baselines").joinpath(FOLDER)
+    text = folder.joinpath(file_name(trainer)).read_text(encoding="utf-8")
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
         raise HyperparamsError(
