@@ -1,8 +1,8 @@
 """Tuned hyperparameters per (trainer, task), one YAML file per trainer (rl-baselines3-zoo style).
 
 Each file in ``harness_gym/baselines/hyperparams/`` (``maskable_ppo.yaml``, ``text_policy.yaml``,
-...) maps a task id to an entry; ``default`` is the entry of every task the file does not name, and a task's entry is
-read over it (its ``hyperparams`` merged key by key)::
+...) maps a task id to an entry; ``default`` is the entry of every task the file does not name,
+and a task's entry is read over it (its ``hyperparams`` merged key by key)::
 
     default:
       steps: 20000          # the trainer's budget: env steps (SB3), iterations (text policy)

@@ -338,9 +338,9 @@ def _harness_of(env_id: str) -> Any:
 
 
 def tuned_entry(algo: str, env_id: str) -> Any:
-    """The tuned entry (:mod:`harness_gym.baselines.hyperparams`) of ``algo`` on the env's task:
+    """The tuned entry (:mod:`harness_gym.baselines.tuned`) of ``algo`` on the env's task:
     the file's ``default`` for a task it does not name, or an env whose task is not registered."""
-    from harness_gym.baselines.hyperparams import HyperparamsError, tuned
+    from harness_gym.baselines.tuned import HyperparamsError, tuned
     from harness_gym.core.registry import get_task
 
     task = _task_of(env_id)
